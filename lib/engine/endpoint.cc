@@ -1,0 +1,295 @@
+// The endpoint: QP table, dispatch of arriving packets, the transmit
+// scheduler and the plane state. See endpoint.h.
+#include "engine/endpoint.h"
+
+#include <algorithm>
+
+namespace softmrc::engine {
+
+namespace {
+
+// The framer's default path to a peer, for replies to connectionless probes.
+const wire::WireEv kDefaultEv{};
+
+}  // namespace
+
+Status Endpoint::init(const EndpointConfig& cfg) {
+  if (cfg.num_planes == 0 || cfg.num_planes > kMaxPlanes)
+    return Status::error("endpoint: num_planes not 1..32");
+  if (cfg.max_qps == 0 || cfg.max_qps > wire::kQpnMask)
+    return Status::error("endpoint: max_qps not 1..2^24-1");
+  if (cfg.qp.max_mpr == 0) return Status::error("endpoint: max_mpr is 0");
+  if (cfg.tuning.ack_every_packets == 0) return Status::error("endpoint: ack_every_packets is 0");
+  if (cfg.tuning.reorder_threshold == 0) return Status::error("endpoint: reorder_threshold is 0");
+  cfg_ = cfg;
+  cfg_.qp.num_planes = cfg.num_planes;
+  mem_.init(cfg.max_regions);
+  qps_.clear();
+  qps_.resize(cfg.max_qps);
+  in_use_.assign(cfg.max_qps, false);
+  live_.clear();
+  live_.reserve(cfg.max_qps);
+  ctrl_.init(cfg.ctrl_queue_packets);
+  events_.init(cfg.event_queue);
+  const uint64_t cq = cfg.completion_queue != 0
+                          ? cfg.completion_queue
+                          : uint64_t{cfg.max_qps} * (cfg.qp.max_send_wr + cfg.qp.max_recv_wr);
+  cq_.init(static_cast<uint32_t>(std::min<uint64_t>(cq, uint64_t{1} << 30)));
+  local_planes_ = cfg.num_planes == 32 ? UINT32_MAX : (1u << cfg.num_planes) - 1;
+  port_status_seq_ = 0;
+  counters_ = EndpointCounters{};
+  return {};
+}
+
+Qp* Endpoint::find(uint32_t qpn) {
+  if (qpn == 0 || qpn > qps_.size() || !in_use_[qpn - 1]) return nullptr;
+  return &qps_[qpn - 1];
+}
+
+const Qp* Endpoint::qp(uint32_t qpn) const {
+  if (qpn == 0 || qpn > qps_.size() || !in_use_[qpn - 1]) return nullptr;
+  return &qps_[qpn - 1];
+}
+
+Status Endpoint::create_qp(uint32_t* qpn) {
+  const auto it = std::find(in_use_.begin(), in_use_.end(), false);
+  if (it == in_use_.end()) return Status::error("create_qp: no free QP");
+  const auto index = static_cast<uint32_t>(it - in_use_.begin());
+  in_use_[index] = true;
+  *qpn = index + 1;  // QPN 0 is the connectionless probe target
+  qps_[index].init(*qpn, cfg_.qp, cfg_.tuning);
+  live_.push_back(*qpn);
+  return {};
+}
+
+// Control packets still queued for a QP point into its EV set: drop them
+// before the EV set goes away (destroy) or is rebuilt (reset).
+void Endpoint::purge_ctrl(uint32_t qpn) {
+  for (uint32_t n = ctrl_.size(); n > 0; --n) {
+    const TxPacket p = ctrl_.front();
+    ctrl_.pop();
+    if (p.src_qpn != qpn) ctrl_.push(p);
+  }
+}
+
+Status Endpoint::destroy_qp(uint32_t qpn) {
+  if (find(qpn) == nullptr) return Status::error("destroy_qp: unknown QPN");
+  purge_ctrl(qpn);
+  in_use_[qpn - 1] = false;
+  qps_[qpn - 1] = Qp{};  // releases its tables
+  live_.erase(std::find(live_.begin(), live_.end(), qpn));
+  return {};
+}
+
+Status Endpoint::modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask, TimeNs now) {
+  Qp* q = find(qpn);
+  if (q == nullptr) return Status::error("modify_qp: unknown QPN");
+  if ((mask & kAttrState) && attr.state == QpState::kReset) purge_ctrl(qpn);
+  Sinks s = sinks();
+  return q->modify(attr, mask, now, s);
+}
+
+Status Endpoint::query_qp(uint32_t qpn, QpState* state, QpAttr* attr) const {
+  const Qp* q = qp(qpn);
+  if (q == nullptr) return Status::error("query_qp: unknown QPN");
+  *state = q->state();
+  *attr = q->attr();
+  return {};
+}
+
+Status Endpoint::register_region(const Region& region, uint32_t* key) {
+  return mem_.register_region(region, key);
+}
+
+Status Endpoint::deregister_region(uint32_t key) {
+  return mem_.deregister_region(key);
+}
+
+Status Endpoint::post_write(uint32_t qpn, const WriteRequest& wr) {
+  Qp* q = find(qpn);
+  if (q == nullptr) return Status::error("post_write: unknown QPN");
+  return q->post_write(wr, mem_);
+}
+
+Status Endpoint::post_recv(uint32_t qpn, const RecvRequest& wr) {
+  Qp* q = find(qpn);
+  if (q == nullptr) return Status::error("post_recv: unknown QPN");
+  return q->post_recv(wr);
+}
+
+void Endpoint::on_packet(const wire::PacketView& pkt, uint8_t plane, TimeNs now,
+                         uint32_t src_peer) {
+  ++counters_.rx_packets;
+  if (plane >= cfg_.num_planes) {
+    ++counters_.rx_bad_plane;
+    return;
+  }
+  const wire::Opcode op = pkt.t.opcode;
+  if (op == wire::Opcode::kProbeRequest) {
+    answer_probe(pkt, plane, now, src_peer);
+    return;
+  }
+  const uint32_t qpn = pkt.t.dest_qpn & wire::kQpnMask;
+  if (op == wire::Opcode::kProbeReply && qpn == kQpnConnectionless) {
+    Event e;
+    e.type = EventType::kProbeReply;
+    e.probe_req_id = pkt.t.probe.req_id;
+    e.plane = plane;
+    e.rtt_ns = now - std::min<TimeNs>(now, pkt.t.probe.t_send_ns);
+    if (!events_.push(e)) ++counters_.events_lost;
+    return;
+  }
+  Qp* q = find(qpn);
+  if (q == nullptr || (q->state() != QpState::kRtr && q->state() != QpState::kRts)) {
+    ++counters_.rx_unknown_qpn;
+    return;
+  }
+  Sinks s = sinks();
+  if (wire::is_data(op))
+    q->on_data(pkt, plane, now, s);
+  else if (wire::is_feedback(op))
+    q->on_feedback(pkt, now, s);
+  else if (op == wire::Opcode::kProbeReply)
+    q->on_probe_reply(pkt, now, s);
+  else if (op == wire::Opcode::kPortStatus)
+    q->on_port_status(pkt, now, s);
+  else
+    ++counters_.rx_unexpected;
+}
+
+// Probe requests are answered by the endpoint, on the plane they came in
+// on: for a QP over one of its EVs, for QPN 0 over the framer's default path.
+void Endpoint::answer_probe(const wire::PacketView& pkt, uint8_t plane, TimeNs now,
+                            uint32_t src_peer) {
+  const uint32_t qpn = pkt.t.dest_qpn & wire::kQpnMask;
+  Qp* q = qpn == kQpnConnectionless ? nullptr : find(qpn);
+  uint32_t ev = kNoEv;
+  if (q != nullptr) {
+    if (q->state() != QpState::kRtr && q->state() != QpState::kRts) {
+      ++counters_.rx_unknown_qpn;
+      return;
+    }
+    ev = q->evs().pick_on_plane(plane, now);
+    if (ev == kNoEv) ev = q->evs().pick(now);
+    if (ev == kNoEv) {
+      ++counters_.ctrl_no_ev;
+      return;
+    }
+  } else if (qpn != kQpnConnectionless || src_peer == kUnknownPeer) {
+    ++counters_.rx_unknown_qpn;
+    return;
+  }
+  TxPacket* out = ctrl_.emplace();
+  if (out == nullptr) {
+    ++counters_.ctrl_dropped;
+    return;
+  }
+  out->peer = q ? q->attr().peer : src_peer;
+  out->src_qpn = q ? qpn : kQpnConnectionless;
+  out->plane = q ? q->evs().entry(ev).plane : plane;
+  out->ev = ev;
+  out->wire_ev = q ? &q->evs().entry(ev).value : &kDefaultEv;
+  out->is_data = false;
+  out->t = wire::Transport{};
+  out->t.opcode = wire::Opcode::kProbeReply;
+  out->t.dest_qpn = q ? q->attr().dest_qpn : kQpnConnectionless;
+  out->t.path_tag = ev;
+  out->t.probe.req_id = pkt.t.probe.req_id;
+  out->t.probe.port = plane;
+  out->t.probe.flags = wire::kProbeSvcTimeValid;
+  out->t.probe.echo_tag = pkt.t.path_tag;
+  out->t.probe.t_send_ns = pkt.t.probe.t_send_ns;
+  out->t.probe.service_time_ns = 0;  // answered within this call
+  out->payload = nullptr;
+  out->payload_len = 0;
+  ++counters_.probe_replies_tx;
+}
+
+Status Endpoint::send_probe(uint32_t peer, uint8_t plane, const wire::WireEv* ev, uint16_t req_id,
+                            TimeNs now) {
+  if (plane >= cfg_.num_planes) return Status::error("send_probe: unknown plane");
+  if (ev == nullptr) return Status::error("send_probe: no EV");
+  TxPacket* out = ctrl_.emplace();
+  if (out == nullptr) return Status::error("send_probe: control queue full");
+  out->peer = peer;
+  out->src_qpn = kQpnConnectionless;
+  out->plane = plane;
+  out->ev = kNoEv;
+  out->wire_ev = ev;
+  out->is_data = false;
+  out->t = wire::Transport{};
+  out->t.opcode = wire::Opcode::kProbeRequest;
+  out->t.dest_qpn = kQpnConnectionless;
+  out->t.probe.req_id = req_id;
+  out->t.probe.t_send_ns = now;
+  out->payload = nullptr;
+  out->payload_len = 0;
+  return {};
+}
+
+size_t Endpoint::poll_tx(TxPacket* out, size_t max, TimeNs now) {
+  Sinks s = sinks();
+  for (uint32_t qpn : live_) {
+    Qp& q = qps_[qpn - 1];
+    if (q.next_timer() <= now) q.on_timers(now, s);
+  }
+  size_t n = 0;
+  for (; n < max && !ctrl_.empty(); ctrl_.pop()) out[n++] = ctrl_.front();
+  const auto live = static_cast<uint32_t>(live_.size());
+  bool progress = true;
+  while (n < max && progress && live > 0) {
+    progress = false;
+    for (uint32_t i = 0; i < live && n < max; ++i) {
+      Qp& q = qps_[live_[(tx_cursor_ + i) % live] - 1];
+      for (uint32_t b = 0; b < kQpTxBurst && n < max && q.poll_packet(now, &out[n]); ++b) {
+        ++n;
+        progress = true;
+      }
+    }
+    tx_cursor_ = (tx_cursor_ + 1) % live;
+  }
+  return n;
+}
+
+size_t Endpoint::poll_completions(Completion* out, size_t max) {
+  size_t n = 0;
+  for (; n < max && !cq_.empty(); cq_.pop()) out[n++] = cq_.front();
+  return n;
+}
+
+size_t Endpoint::poll_events(Event* out, size_t max) {
+  size_t n = 0;
+  for (; n < max && !events_.empty(); events_.pop()) out[n++] = events_.front();
+  return n;
+}
+
+TimeNs Endpoint::next_wakeup() const {
+  if (!ctrl_.empty()) return 0;
+  TimeNs t = kNever;
+  for (uint32_t qpn : live_) t = std::min(t, qps_[qpn - 1].next_wakeup());
+  return t;
+}
+
+void Endpoint::set_plane_up(uint8_t plane, bool up, TimeNs now) {
+  if (plane >= cfg_.num_planes || plane_up(plane) == up) return;
+  if (up)
+    local_planes_ |= 1u << plane;
+  else
+    local_planes_ &= ~(1u << plane);
+  ++port_status_seq_;
+  Sinks s = sinks();
+  for (uint32_t qpn : live_)
+    qps_[qpn - 1].set_local_plane(plane, local_planes_, port_status_seq_, now, s);
+}
+
+Status Endpoint::set_ev_denied(uint32_t qpn, uint32_t ev, bool denied, TimeNs now) {
+  Qp* q = find(qpn);
+  if (q == nullptr) return Status::error("set_ev_denied: unknown QPN");
+  if (q->state() == QpState::kReset) return Status::error("set_ev_denied: QP has no EVs yet");
+  if (!q->evs().set_denied(ev, denied, now)) return Status::error("set_ev_denied: unknown EV");
+  Sinks s = sinks();
+  q->drain_ev_events(s);
+  return {};
+}
+
+}  // namespace softmrc::engine

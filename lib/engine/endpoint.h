@@ -1,0 +1,110 @@
+// An MRC endpoint: the QPs of one lcore, the registered memory they use,
+// and the plane (port) state. It is the engine's whole interface: the
+// caller hands it packets (on_packet), application requests (post_*), port
+// events (set_plane_up) and the current time, and takes back packets to
+// send (poll_tx), completions, events and the next time it must be called
+// (next_wakeup). It never reads a clock, never allocates after setup
+// (init, create_qp), and never writes outside a registered region.
+//
+// Not thread-safe: one endpoint per lcore.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/counters.h"
+#include "engine/memory_table.h"
+#include "engine/qp.h"
+#include "engine/qp_attr.h"
+#include "engine/ring.h"
+#include "engine/types.h"
+#include "wire/packet.h"
+
+namespace softmrc::engine {
+
+inline constexpr uint32_t kUnknownPeer = UINT32_MAX;
+
+struct EndpointConfig {
+  uint8_t num_planes = 1;
+  uint32_t max_qps = 64;
+  uint32_t max_regions = 1024;
+  QpLimits qp;  // per-QP limits; qp.num_planes is taken from num_planes
+  QpTuning tuning;
+  uint32_t ctrl_queue_packets = 4096;  // ACKs, NACKs and probe replies awaiting poll_tx
+  uint32_t event_queue = 4096;
+  uint32_t completion_queue = 0;  // 0: enough for every QP's send and receive queues
+};
+
+// What poll_tx sends per QP before moving to the next, for fairness.
+inline constexpr uint32_t kQpTxBurst = 16;
+
+class Endpoint {
+ public:
+  Status init(const EndpointConfig& cfg);
+
+  Status create_qp(uint32_t* qpn);
+  Status destroy_qp(uint32_t qpn);
+  Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask, TimeNs now);
+  Status query_qp(uint32_t qpn, QpState* state, QpAttr* attr) const;
+
+  Status register_region(const Region& region, uint32_t* key);
+  Status deregister_region(uint32_t key);
+
+  Status post_write(uint32_t qpn, const WriteRequest& wr);
+  Status post_recv(uint32_t qpn, const RecvRequest& wr);
+
+  // A parsed packet that arrived on `plane`. `src_peer` names the sender for
+  // connectionless probes (QPN 0), whose reply has no QP to take it from.
+  void on_packet(const wire::PacketView& pkt, uint8_t plane, TimeNs now,
+                 uint32_t src_peer = kUnknownPeer);
+  // Up to `max` packets to send now: control packets first, then each QP's
+  // probes, port status, retransmissions and new data, bounded by its
+  // congestion window and MPR. Runs due timers first.
+  size_t poll_tx(TxPacket* out, size_t max, TimeNs now);
+  size_t poll_completions(Completion* out, size_t max);
+  size_t poll_events(Event* out, size_t max);
+  // When poll_tx must run next even if nothing arrives: 0 when it has
+  // something to send now, else the earliest timer (kNever: none).
+  TimeNs next_wakeup() const;
+
+  // A local port went up or down; every QP's EVs on it follow at once and
+  // the peers are told with a port-status packet.
+  void set_plane_up(uint8_t plane, bool up, TimeNs now);
+  bool plane_up(uint8_t plane) const { return local_planes_ >> plane & 1; }
+  // Controller: DENY an EV of a QP, or lift the denial.
+  Status set_ev_denied(uint32_t qpn, uint32_t ev, bool denied, TimeNs now);
+  // Controller: a connectionless probe (QPN 0) to `peer` on `plane`; the
+  // reply comes back as an EventType::kProbeReply event. `ev` must stay
+  // valid until poll_tx has handed the probe out.
+  Status send_probe(uint32_t peer, uint8_t plane, const wire::WireEv* ev, uint16_t req_id,
+                    TimeNs now);
+
+  // Stats view: the QP (counters, EV set, congestion control), or nullptr.
+  const Qp* qp(uint32_t qpn) const;
+  const EndpointCounters& counters() const { return counters_; }
+  const MemoryTable& memory() const { return mem_; }
+
+ private:
+  Qp* find(uint32_t qpn);
+  Sinks sinks() {
+    return Sinks{ctrl_, cq_, events_, counters_, mem_, local_planes_, port_status_seq_};
+  }
+  void purge_ctrl(uint32_t qpn);
+  void answer_probe(const wire::PacketView& pkt, uint8_t plane, TimeNs now, uint32_t src_peer);
+
+  EndpointConfig cfg_{};
+  MemoryTable mem_;
+  std::vector<Qp> qps_;  // QPN n lives at qps_[n - 1]
+  std::vector<bool> in_use_;
+  std::vector<uint32_t> live_;  // QPNs in use, for timers and transmit
+  uint32_t tx_cursor_ = 0;      // round-robin position in live_
+  Ring<TxPacket> ctrl_;
+  Ring<Completion> cq_;
+  Ring<Event> events_;
+  EndpointCounters counters_{};
+  uint32_t local_planes_ = 0;
+  uint32_t port_status_seq_ = 0;
+};
+
+}  // namespace softmrc::engine

@@ -1,0 +1,529 @@
+// The requester half of a QP: segmentation of Write/WIMM requests into
+// MTU-sized packets, the in-flight table, SACK and NACK processing,
+// selective retransmission, the retransmit timer with its linear then
+// exponential retries, EV probes and port status. See docs/engine.md,
+// "Requester".
+//
+// Loss detection is by transmission order: every transmission gets a
+// sequence number and joins the in-flight list (oldest first). A packet is
+// lost once `reorder_threshold` later transmissions have been acknowledged
+// (it was overtaken on the SACK) and it is older than the reorder window,
+// or when the retransmit timer fires.
+#include <algorithm>
+#include <bit>
+
+#include "engine/psn.h"
+#include "engine/qp.h"
+
+namespace softmrc::engine {
+
+namespace {
+
+constexpr uint32_t kPortStatusCopies = 2;  // sent on different planes
+constexpr uint32_t kMaxBackoffShift = 25;  // 1.024 us * 2^24 * 2^25 stays far below 2^64
+constexpr TimeNs kRttMaxDecay = 64;        // per RTT sample, the max loses 1/64
+constexpr uint32_t kMaxReorderMult = 16;   // reorder window up to 4 smoothed RTTs over the max
+constexpr uint32_t kReorderRelaxLosses = 16;
+
+}  // namespace
+
+Status Qp::post_write(const WriteRequest& wr, const MemoryTable& mem) {
+  if (state_ != QpState::kRts) return Status::error("post_write: QP not in RTS");
+  if (wr.length > kMaxMessageBytes) return Status::error("post_write: message over 2 GiB");
+  if (wr.remote_addr + wr.length < wr.remote_addr)
+    return Status::error("post_write: remote range wraps");
+  if (wr.with_imm && attr_.max_wimm == 0) return Status::error("post_write: max_wimm is 0");
+  const uint8_t* src = nullptr;
+  if (wr.length > 0) {
+    src = mem.translate(wr.lkey, wr.local_addr, wr.length, 0);
+    if (src == nullptr) return Status::error("post_write: local buffer outside the lkey's region");
+  }
+  if (sq_.full()) return Status::error("post_write: send queue full");
+  const uint32_t mtu = attr_.path_mtu;
+  SendWqe* w = sq_.emplace();
+  *w = SendWqe{};
+  w->wr_id = wr.wr_id;
+  w->src = src;
+  w->length = wr.length;
+  w->remote_addr = wr.remote_addr;
+  w->rkey = wr.rkey;
+  w->imm = wr.imm;
+  w->with_imm = wr.with_imm;
+  w->signaled = wr.signaled;
+  w->msn = next_msn_++;
+  w->npkts = wr.length == 0 ? 1 : (wr.length + mtu - 1) / mtu;
+  return {};
+}
+
+uint32_t Qp::send_window_psns() const {
+  const uint32_t own = uint32_t{attr_.mpr} * kMprUnitPsns;
+  return (attr_.caps & kCapDynamicMpr) ? std::min(own, peer_window_psns_) : own;
+}
+
+// At least one packet may always be in flight, so a window smaller than
+// one MTU cannot stall the QP.
+bool Qp::cwnd_allows(uint32_t len) const {
+  return inflight_bytes_ == 0 || inflight_bytes_ + len <= cc_.cwnd_bytes();
+}
+
+// Whether poll_packet() would send data now; it mirrors the checks there,
+// so that next_wakeup() says "now" exactly when there is work.
+bool Qp::ready_to_send() const {
+  if (evs_.usable_count() == 0) return false;
+  for (uint32_t pos = retx_.head(); pos != retx_.tail(); ++pos) {
+    const uint32_t psn = retx_.at(pos);
+    const TxSlot& sl = slots_[psn & slot_mask_];
+    if (psn_diff(psn, snd_una_) < 0 || !psn_before(psn, snd_nxt_) || sl.state != TxState::kLost)
+      continue;  // acknowledged meanwhile
+    return static_cast<uint32_t>(psn_diff(psn, snd_una_)) < send_window_psns() &&
+           cwnd_allows(sl.len);
+  }
+  if (sq_next_ == sq_.tail()) return false;
+  if (static_cast<uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= send_window_psns()) return false;
+  const SendWqe& w = sq_.at(sq_next_);
+  if (seg_pkt_ == 0 && w.with_imm && wimm_outstanding_ >= attr_.max_wimm) return false;
+  return cwnd_allows(std::min(attr_.path_mtu, w.length - seg_pkt_ * attr_.path_mtu));
+}
+
+bool Qp::poll_packet(TimeNs now, TxPacket* out) {
+  if (state_ == QpState::kRtr) return poll_port_status(now, out);
+  if (state_ != QpState::kRts) return false;
+  if (poll_probe(now, out) || poll_port_status(now, out) || poll_retransmit(now, out)) return true;
+  // New data never overtakes a resend that is waiting for room.
+  return retx_.empty() && poll_new_data(now, out);
+}
+
+bool Qp::poll_probe(TimeNs now, TxPacket* out) {
+  const uint32_t ev = evs_.probe_due(now);
+  if (ev == kNoEv) return false;
+  fill_ctrl(out, ev, wire::Opcode::kProbeRequest);
+  out->t.probe.req_id = ++probe_req_id_;
+  out->t.probe.t_send_ns = now;
+  evs_.on_probe_sent(ev, now);
+  ++counters_.probes_tx;
+  return true;
+}
+
+bool Qp::poll_port_status(TimeNs now, TxPacket* out) {
+  if (port_status_left_ == 0) return false;
+  const uint32_t ev = evs_.pick(now);
+  if (ev == kNoEv) return false;
+  fill_ctrl(out, ev, wire::Opcode::kPortStatus);
+  out->t.port_status.port_mask = local_planes_;
+  out->t.port_status.seq = port_status_seq_;
+  out->t.port_status.num_planes = limits_.num_planes;
+  --port_status_left_;
+  ++counters_.port_status_tx;
+  return true;
+}
+
+bool Qp::poll_retransmit(TimeNs now, TxPacket* out) {
+  while (!retx_.empty()) {
+    const uint32_t psn = retx_.front();
+    const bool in_window = psn_diff(psn, snd_una_) >= 0 && psn_before(psn, snd_nxt_);
+    TxSlot& sl = slot(psn);
+    if (!in_window || sl.state != TxState::kLost) {  // acknowledged meanwhile
+      retx_.pop();
+      continue;
+    }
+    // The responder's window may have shrunk (dynamic MPR) below this PSN.
+    if (static_cast<uint32_t>(psn_diff(psn, snd_una_)) >= send_window_psns()) return false;
+    if (!cwnd_allows(sl.len)) return false;
+    // Never the EV that lost it, unless it is the only one left.
+    const uint32_t ev = evs_.pick(now, sl.ev);
+    if (ev == kNoEv) {
+      ++counters_.no_usable_ev;
+      return false;
+    }
+    retx_.pop();
+    build_data(psn, ev, true, now, out);
+    return true;
+  }
+  return false;
+}
+
+bool Qp::poll_new_data(TimeNs now, TxPacket* out) {
+  if (sq_next_ == sq_.tail()) return false;
+  if (static_cast<uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= send_window_psns()) return false;
+  SendWqe& w = sq_.at(sq_next_);
+  if (seg_pkt_ == 0 && w.with_imm && wimm_outstanding_ >= attr_.max_wimm) return false;
+  const uint32_t offset = seg_pkt_ * attr_.path_mtu;
+  const uint32_t len = std::min(attr_.path_mtu, w.length - offset);
+  if (!cwnd_allows(len)) return false;
+  const uint32_t ev = evs_.pick(now);
+  if (ev == kNoEv) {
+    ++counters_.no_usable_ev;
+    return false;
+  }
+  if (seg_pkt_ == 0) {
+    w.first_psn = snd_nxt_;
+    if (w.with_imm) ++wimm_outstanding_;
+  }
+  const uint32_t psn = snd_nxt_;
+  snd_nxt_ = psn_add(psn, 1);
+  TxSlot& sl = slot(psn);
+  sl = TxSlot{};
+  sl.wqe = sq_next_;
+  sl.offset = offset;
+  sl.len = len;
+  if (++seg_pkt_ == w.npkts) {
+    seg_pkt_ = 0;
+    ++sq_next_;
+  }
+  build_data(psn, ev, false, now, out);
+  return true;
+}
+
+void Qp::build_data(uint32_t psn, uint32_t ev, bool retransmit, TimeNs now, TxPacket* out) {
+  TxSlot& sl = slot(psn);
+  const SendWqe& w = sq_.at(sl.wqe);
+  const bool first = psn == w.first_psn;
+  const bool last = psn == psn_add(w.first_psn, w.npkts - 1);
+  using wire::Opcode;
+  Opcode op;
+  if (first && last)
+    op = w.with_imm ? Opcode::kWriteOnlyImm : Opcode::kWriteOnly;
+  else if (first)
+    op = Opcode::kWriteFirst;
+  else if (last)
+    op = w.with_imm ? Opcode::kWriteLastImm : Opcode::kWriteLast;
+  else
+    op = Opcode::kWriteMiddle;
+
+  const EvEntry& e = evs_.entry(ev);
+  out->peer = attr_.peer;
+  out->src_qpn = qpn_;
+  out->plane = e.plane;
+  out->ev = ev;
+  out->wire_ev = &e.value;
+  out->is_data = true;
+  wire::Transport& t = out->t;
+  t.opcode = op;
+  t.pkey = wire::kDefaultPkey;
+  t.dest_qpn = attr_.dest_qpn;
+  t.psn = psn;
+  t.ack_req = last;
+  t.solicited = false;
+  t.mth_flags = retransmit ? wire::kMthRetransmit : 0;
+  t.path_tag = ev;
+  t.data.va = w.remote_addr + sl.offset;
+  t.data.rkey = w.rkey;
+  t.data.msg_len = w.length;
+  t.data.msn = w.msn;
+  t.data.offset = sl.offset;
+  t.data.imm = wire::has_imm(op) ? w.imm : 0;
+  out->payload = w.src == nullptr ? nullptr : w.src + sl.offset;
+  out->payload_len = sl.len;
+
+  sl.ev = ev;
+  sl.sent_ns = now;
+  sl.tx_seq = ++tx_seq_;
+  sl.state = TxState::kInFlight;
+  sl.retransmitted |= retransmit;
+  list_append(psn);
+  inflight_bytes_ += sl.len;
+  evs_.on_sent(ev, sl.len, retransmit);
+  ++counters_.tx_data_packets;
+  counters_.tx_data_bytes += sl.len;
+  if (retransmit) ++counters_.retransmits[static_cast<size_t>(sl.cause)];
+  if (rto_deadline_ == kNever) rto_deadline_ = now + rto_interval();
+}
+
+void Qp::list_append(uint32_t psn) {
+  TxSlot& sl = slot(psn);
+  sl.prev = list_tail_;
+  sl.next = kNil;
+  if (list_tail_ == kNil)
+    list_head_ = psn;
+  else
+    slot(list_tail_).next = psn;
+  list_tail_ = psn;
+}
+
+void Qp::list_remove(uint32_t psn) {
+  TxSlot& sl = slot(psn);
+  if (sl.prev == kNil)
+    list_head_ = sl.next;
+  else
+    slot(sl.prev).next = sl.next;
+  if (sl.next == kNil)
+    list_tail_ = sl.prev;
+  else
+    slot(sl.next).prev = sl.prev;
+  sl.prev = sl.next = kNil;
+}
+
+// The ring holds one entry per lost transmission; entries of packets
+// acknowledged before their resend stay behind until popped. If they fill
+// the ring, squeeze them out (rare, and no allocation).
+void Qp::queue_retransmit(uint32_t psn) {
+  if (retx_.full()) {
+    for (uint32_t n = retx_.size(); n > 0; --n) {
+      const uint32_t p = retx_.front();
+      retx_.pop();
+      const bool live =
+          psn_diff(p, snd_una_) >= 0 && psn_before(p, snd_nxt_) && slot(p).state == TxState::kLost;
+      if (live) retx_.push(p);
+    }
+  }
+  retx_.push(psn);
+}
+
+void Qp::mark_lost(uint32_t psn, RetxCause cause, bool ev_penalty, TimeNs now) {
+  TxSlot& sl = slot(psn);
+  if (sl.state != TxState::kInFlight) return;
+  list_remove(psn);
+  inflight_bytes_ -= sl.len;
+  sl.state = TxState::kLost;
+  sl.cause = cause;
+  if (ev_penalty) evs_.on_loss(sl.ev, now);
+  queue_retransmit(psn);
+}
+
+bool Qp::ack_psn(uint32_t psn, uint32_t* acked_bytes) {
+  TxSlot& sl = slot(psn);
+  if (sl.state == TxState::kInFlight) {
+    list_remove(psn);
+    inflight_bytes_ -= sl.len;
+  } else if (sl.state != TxState::kLost) {
+    return false;
+  }
+  sl.state = TxState::kAcked;
+  *acked_bytes += sl.len;
+  evs_.on_acked(sl.ev);
+  largest_acked_tx_seq_ = std::max(largest_acked_tx_seq_, sl.tx_seq);
+  return true;
+}
+
+// Overtaken is not enough on a multipath fabric, where paths differ in
+// delay (a congested plane queues): the packet must also be older than the
+// reorder window, the slowest recent RTT plus reorder_mult_ quarters of the
+// smoothed RTT (RACK's rule, with the path spread in place of the last
+// RTT); before any sample, a quarter of the ACK timeout. A younger
+// overtaken packet arms the loss timer.
+void Qp::detect_losses(TimeNs now) {
+  loss_deadline_ = kNever;
+  const TimeNs window = srtt_ns_ != 0 ? rtt_max_ns_ + reorder_mult_ * srtt_ns_ / 4
+                                      : ack_timeout_ns(attr_.timeout) / 4;
+  while (list_head_ != kNil) {
+    const TxSlot& head = slot(list_head_);
+    if (head.tx_seq + tuning_.reorder_threshold > largest_acked_tx_seq_) break;
+    if (now < head.sent_ns + window) {
+      loss_deadline_ = head.sent_ns + window;
+      break;
+    }
+    mark_lost(list_head_, RetxCause::kSack, true, now);
+    cc_.on_loss(inflight_bytes_, now);
+    // The window shrinks back after enough losses without a duplicate.
+    if (++losses_since_dup_ >= kReorderRelaxLosses && reorder_mult_ > 1) {
+      --reorder_mult_;
+      losses_since_dup_ = 0;
+    }
+  }
+}
+
+uint32_t Qp::wqe_of_psn(uint32_t psn) const {
+  if (psn_diff(psn, snd_una_) < 0 || !psn_before(psn, snd_nxt_)) return kNil;
+  return slots_[psn & slot_mask_].wqe;
+}
+
+void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
+  if (state_ != QpState::kRts) {
+    ++s.ep.rx_unexpected;
+    return;
+  }
+  const wire::Feedback& fb = pkt.t.fb;
+  const auto code = static_cast<size_t>(fb.code);
+  if (code >= kNackCodes) {
+    ++counters_.feedback_ignored;
+    return;
+  }
+  if (fb.code == wire::NackCode::kNone)
+    ++counters_.acks_rx;
+  else
+    ++counters_.nacks_rx[code];
+
+  const uint32_t ref = fb.ref_psn & wire::kPsnMask;
+  if (fb.code == wire::NackCode::kRemoteAccess || fb.code == wire::NackCode::kInvalidRequest) {
+    const bool access = fb.code == wire::NackCode::kRemoteAccess;
+    fail(access ? WcStatus::kRemoteAccessError : WcStatus::kRemoteInvalidRequest, wqe_of_psn(ref),
+         access ? "the responder refused the target (rkey, bounds or access)"
+                : "the responder refused the request (malformed, or no receive for a WIMM)",
+         s);
+    return;
+  }
+  const uint32_t cum = fb.cum_psn & wire::kPsnMask;
+  if (psn_diff(cum, snd_nxt_) > 0) {  // acknowledges what was never sent
+    ++counters_.feedback_ignored;
+    return;
+  }
+
+  // An RTT sample only from the first transmission of the packet that
+  // triggered this feedback, and only if this feedback acknowledges it.
+  const bool ref_in_window = psn_diff(ref, snd_una_) >= 0 && psn_before(ref, snd_nxt_);
+  const TxSlot* ref_slot = ref_in_window ? &slot(ref) : nullptr;
+  const bool rtt_candidate = fb.code == wire::NackCode::kNone && ref_slot != nullptr &&
+                             ref_slot->state == TxState::kInFlight && !ref_slot->retransmitted &&
+                             ref_slot->ev == fb.echo_tag;
+
+  uint32_t acked_bytes = 0;
+  bool progress = false;
+  for (uint32_t p = snd_una_; psn_before(p, cum); p = psn_add(p, 1))
+    progress |= ack_psn(p, &acked_bytes);
+  for (uint32_t k = 0; k < 2; ++k) {
+    for (uint64_t bits = fb.sack_bitmap[k]; bits != 0; bits &= bits - 1) {
+      const uint32_t p = psn_add(fb.sack_base, 64 * k + std::countr_zero(bits));
+      if (psn_diff(p, snd_una_) >= 0 && psn_before(p, snd_nxt_))
+        progress |= ack_psn(p, &acked_bytes);
+    }
+  }
+  while (snd_una_ != snd_nxt_ && slot(snd_una_).state == TxState::kAcked) {
+    slot(snd_una_).state = TxState::kFree;
+    snd_una_ = psn_add(snd_una_, 1);
+  }
+
+  TimeNs rtt_ns = 0;
+  if (rtt_candidate && ref_slot->state == TxState::kAcked) {
+    const TimeNs svc =
+        ((fb.flags & wire::kFbSvcTimeValid) && !(attr_.caps & kCapSvcTimeDestUnsupported))
+            ? fb.service_time_ns
+            : 0;
+    const TimeNs raw = now - ref_slot->sent_ns;
+    rtt_ns = raw > svc ? raw - svc : 1;
+    srtt_ns_ = srtt_ns_ == 0 ? rtt_ns : (7 * srtt_ns_ + rtt_ns) / 8;
+    // A decaying maximum: the slowest path's samples keep it up, and it
+    // forgets a path that got faster within a few dozen samples.
+    rtt_max_ns_ = std::max(rtt_ns, rtt_max_ns_ - rtt_max_ns_ / kRttMaxDecay);
+  }
+
+  // A trim says congestion, not a broken path: resend at once elsewhere,
+  // without blaming the EV. The echoed tag must match the latest
+  // transmission, or the NACK is about an older copy.
+  if ((fb.code == wire::NackCode::kTrimmed || fb.code == wire::NackCode::kOutOfWindow) &&
+      ref_slot != nullptr && ref_slot->state == TxState::kInFlight && ref_slot->ev == fb.echo_tag) {
+    const bool trim = fb.code == wire::NackCode::kTrimmed;
+    if (trim) {
+      evs_.on_trim(ref_slot->ev);
+      cc_.on_trim(inflight_bytes_, now);
+    }
+    mark_lost(ref, trim ? RetxCause::kTrim : RetxCause::kOutOfWindow, false, now);
+  }
+
+  // A duplicate reached the responder: a copy was resent that had not been
+  // lost. Reordering is deeper than the window assumed, so widen it
+  // (RACK's response to a DSACK).
+  if (fb.flags & wire::kFbDuplicate) {
+    ++counters_.duplicate_feedback;
+    reorder_mult_ = std::min(reorder_mult_ + 1, kMaxReorderMult);
+    losses_since_dup_ = 0;
+  }
+
+  const bool ecn = (fb.flags & wire::kFbEcnEcho) != 0 || fb.ce_count > 0;
+  if ((fb.flags & wire::kFbEcnEcho) && fb.echo_tag < evs_.size()) evs_.on_ecn(fb.echo_tag, now);
+  if (fb.window_mpr != 0) peer_window_psns_ = uint32_t{fb.window_mpr} * kMprUnitPsns;
+  if (acked_bytes > 0 || rtt_ns > 0 || ecn)
+    cc_.on_ack(AckSample{acked_bytes, inflight_bytes_, rtt_ns, ecn}, now);
+
+  detect_losses(now);
+  if (progress) {
+    retries_ = 0;
+    rto_deadline_ = snd_una_ == snd_nxt_ ? kNever : now + rto_interval();
+  }
+  complete_sends(s);
+  drain_ev_events(s);
+}
+
+void Qp::complete_sends(Sinks& s) {
+  while (sq_.head() != sq_next_) {
+    const SendWqe& w = sq_.front();
+    if (psn_before(snd_una_, psn_add(w.first_psn, w.npkts))) break;
+    if (w.with_imm) --wimm_outstanding_;
+    if (w.signaled) {
+      s.complete(Completion{w.wr_id, qpn_, w.with_imm ? WcOpcode::kWriteImm : WcOpcode::kWrite,
+                            WcStatus::kSuccess, w.length, 0});
+    }
+    ++counters_.send_completions;
+    sq_.pop();
+  }
+}
+
+// ACK timeout at the base interval for the first `retry_linear` timeouts,
+// then doubling per timeout.
+TimeNs Qp::rto_interval() const {
+  const TimeNs base = ack_timeout_ns(attr_.timeout);
+  if (retries_ < attr_.retry_linear) return base;
+  return base << std::min<uint32_t>(retries_ - attr_.retry_linear + 1, kMaxBackoffShift);
+}
+
+void Qp::on_rto(TimeNs now, Sinks& s) {
+  ++counters_.timeouts;
+  ++retries_;
+  const bool unlimited = attr_.retry_exp == kRetryExpUnlimited;
+  if (!unlimited && retries_ > uint32_t{attr_.retry_linear} + attr_.retry_exp) {
+    fail(WcStatus::kRetryExceeded, sq_.head(), "retry count exceeded", s);
+    return;
+  }
+  cc_.on_timeout(now);
+  while (list_head_ != kNil) mark_lost(list_head_, RetxCause::kTimeout, true, now);
+  loss_deadline_ = kNever;
+  rto_deadline_ = now + rto_interval();
+}
+
+void Qp::requeue_plane(uint8_t plane, TimeNs now) {
+  for (uint32_t p = list_head_; p != kNil;) {
+    const uint32_t next = slot(p).next;
+    if (evs_.entry(slot(p).ev).plane == plane) mark_lost(p, RetxCause::kPlaneDown, false, now);
+    p = next;
+  }
+}
+
+// An EV's plane is usable when it is up here and at the peer. Packets in
+// flight on a plane that just went down are resent at once elsewhere: they
+// are gone, and waiting for the SACK or the timer would only stall.
+// Feedback this QP sent on the plane since it failed is lost too: the
+// responder sends its current state again on a live plane.
+bool Qp::apply_plane(uint8_t plane, TimeNs now) {
+  const bool up = (local_planes_ >> plane & 1) && (remote_planes_ >> plane & 1);
+  if (evs_.plane_up(plane) == up) return false;
+  evs_.set_plane_up(plane, up);
+  if (!up && state_ == QpState::kRts) requeue_plane(plane, now);
+  return !up;
+}
+
+void Qp::set_local_plane(uint8_t plane, uint32_t mask, uint32_t seq, TimeNs now, Sinks& s) {
+  local_planes_ = mask;
+  port_status_seq_ = seq;
+  if (state_ == QpState::kReset || state_ == QpState::kError) return;
+  const bool lost = apply_plane(plane, now);
+  if (state_ == QpState::kRtr || state_ == QpState::kRts) {
+    port_status_left_ = kPortStatusCopies;
+    if (lost) resend_feedback(now, s);
+  }
+  drain_ev_events(s);
+}
+
+void Qp::on_port_status(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
+  const wire::PortStatus& ps = pkt.t.port_status;
+  if (have_remote_status_ && static_cast<int32_t>(ps.seq - remote_status_seq_) <= 0) return;
+  have_remote_status_ = true;
+  remote_status_seq_ = ps.seq;
+  remote_planes_ = ps.port_mask;
+  ++counters_.port_status_rx;
+  bool lost = false;
+  for (uint8_t p = 0; p < limits_.num_planes; ++p) lost |= apply_plane(p, now);
+  if (lost) resend_feedback(now, s);
+  drain_ev_events(s);
+}
+
+void Qp::on_probe_reply(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
+  const uint32_t ev = pkt.t.probe.echo_tag;
+  if (state_ != QpState::kRts || ev >= evs_.size()) {
+    ++s.ep.rx_unexpected;
+    return;
+  }
+  ++counters_.probe_replies_rx;
+  evs_.on_probe_reply(ev, now);
+  drain_ev_events(s);
+}
+
+}  // namespace softmrc::engine

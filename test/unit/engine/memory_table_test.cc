@@ -1,0 +1,73 @@
+// Registered memory: translation stays inside regions, whatever the input.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/memory_table.h"
+
+namespace softmrc::engine {
+namespace {
+
+class MemoryTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    table.init(4);
+    ASSERT_TRUE(
+        table.register_region(Region{0x1000, buf.size(), buf.data(), kAccessRemoteWrite}, &key)
+            .ok());
+  }
+  std::vector<uint8_t> buf = std::vector<uint8_t>(256);
+  MemoryTable table;
+  uint32_t key = 0;
+};
+
+TEST_F(MemoryTableTest, TranslatesAnAddressInsideTheRegion) {
+  EXPECT_EQ(table.translate(key, 0x1000, 256, kAccessRemoteWrite), buf.data());
+  EXPECT_EQ(table.translate(key, 0x1010, 16, kAccessRemoteWrite), buf.data() + 0x10);
+  EXPECT_EQ(table.translate(key, 0x1100, 0, kAccessRemoteWrite), buf.data() + 256);
+}
+
+TEST_F(MemoryTableTest, RefusesAnyByteOutsideTheRegion) {
+  EXPECT_EQ(table.translate(key, 0xfff, 1, kAccessRemoteWrite), nullptr);
+  EXPECT_EQ(table.translate(key, 0x1000, 257, kAccessRemoteWrite), nullptr);
+  EXPECT_EQ(table.translate(key, 0x10ff, 2, kAccessRemoteWrite), nullptr);
+  EXPECT_EQ(table.translate(key, 0x1101, 0, kAccessRemoteWrite), nullptr);
+  EXPECT_EQ(table.translate(key, UINT64_MAX, 2, kAccessRemoteWrite), nullptr);
+  EXPECT_EQ(table.translate(key, 0x1010, UINT64_MAX, kAccessRemoteWrite), nullptr);
+}
+
+TEST_F(MemoryTableTest, RefusesAnAccessTheRegionDoesNotGrant) {
+  EXPECT_EQ(table.translate(key, 0x1000, 1, kAccessLocalWrite), nullptr);
+}
+
+TEST_F(MemoryTableTest, KeyOfADeregisteredRegionNeverMatchesAgain) {
+  ASSERT_TRUE(table.deregister_region(key).ok());
+  EXPECT_EQ(table.translate(key, 0x1000, 1, kAccessRemoteWrite), nullptr);
+  uint32_t key2 = 0;
+  ASSERT_TRUE(
+      table.register_region(Region{0x1000, buf.size(), buf.data(), kAccessRemoteWrite}, &key2)
+          .ok());
+  EXPECT_NE(key2, key);
+  EXPECT_EQ(table.translate(key, 0x1000, 1, kAccessRemoteWrite), nullptr);
+  EXPECT_NE(table.translate(key2, 0x1000, 1, kAccessRemoteWrite), nullptr);
+  EXPECT_FALSE(table.deregister_region(key).ok());
+}
+
+TEST_F(MemoryTableTest, UnknownKeysAndBadRegionsAreRefused) {
+  EXPECT_EQ(table.translate(0xdead, 0x1000, 1, kAccessRemoteWrite), nullptr);
+  uint32_t k = 0;
+  EXPECT_FALSE(table.register_region(Region{0x10, 16, nullptr, 0}, &k).ok());
+  EXPECT_FALSE(table.register_region(Region{UINT64_MAX - 4, 16, buf.data(), 0}, &k).ok());
+  EXPECT_FALSE(table.register_region(Region{0x10, 16, buf.data(), 0x80}, &k).ok());
+}
+
+TEST_F(MemoryTableTest, TableFullIsRefused) {
+  uint32_t k = 0;
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(table.register_region(Region{0, 1, buf.data(), 0}, &k).ok());
+  EXPECT_FALSE(table.register_region(Region{0, 1, buf.data(), 0}, &k).ok());
+}
+
+}  // namespace
+}  // namespace softmrc::engine

@@ -1,0 +1,261 @@
+// QP lifecycle: RESET -> INIT -> RTR -> RTS and ERROR, the attributes each
+// transition takes, and the refusals (with reasons) of everything else.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/endpoint.h"
+#include "one_qp.h"
+
+namespace softmrc::engine {
+namespace {
+
+class QpLifecycle : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EndpointConfig cfg;
+    cfg.num_planes = 2;
+    cfg.qp.max_mpr = 8;
+    cfg.qp.max_wimm = 64;
+    ASSERT_TRUE(ep.init(cfg).ok());
+    ASSERT_TRUE(ep.create_qp(&qpn).ok());
+    evs.resize(4);
+    for (uint8_t i = 0; i < 4; ++i) evs[i].plane = i % 2;
+  }
+
+  Status to_init() {
+    QpAttr a;
+    a.state = QpState::kInit;
+    a.evs = evs;
+    a.ev_config.num_planes = 2;
+    a.ev_config.probe_initial_ns = 10'000;
+    a.ev_config.probe_max_ns = 100'000;
+    return ep.modify_qp(qpn, a, kAttrState | kAttrEvProfile, 0);
+  }
+  Status to_rtr() {
+    QpAttr a;
+    a.state = QpState::kRtr;
+    a.dest_qpn = 12;
+    a.path_mtu = 4096;
+    a.rq_psn = 5;
+    return ep.modify_qp(qpn, a, kAttrState | kAttrDest | kAttrPathMtu | kAttrRqPsn, 0);
+  }
+  Status to_rts() {
+    QpAttr a;
+    a.state = QpState::kRts;
+    a.sq_psn = 9;
+    return ep.modify_qp(qpn, a, kAttrState | kAttrSqPsn, 0);
+  }
+  QpState state() {
+    QpState s;
+    QpAttr a;
+    EXPECT_TRUE(ep.query_qp(qpn, &s, &a).ok());
+    return s;
+  }
+  // The reason of a refused RTS modify with one field changed.
+  std::string rts_refusal(void (*edit)(QpAttr&), uint32_t mask) {
+    QpAttr a;
+    a.state = QpState::kRts;
+    a.sq_psn = 9;
+    edit(a);
+    Status st = ep.modify_qp(qpn, a, kAttrState | kAttrSqPsn | mask, 0);
+    return st.ok() ? "accepted" : st.reason();
+  }
+
+  Endpoint ep;
+  uint32_t qpn = 0;
+  std::vector<EvEntry> evs;
+};
+
+TEST_F(QpLifecycle, MovesResetInitRtrRtsInOrder) {
+  EXPECT_EQ(state(), QpState::kReset);
+  ASSERT_TRUE(to_init().ok());
+  EXPECT_EQ(state(), QpState::kInit);
+  ASSERT_TRUE(to_rtr().ok());
+  EXPECT_EQ(state(), QpState::kRtr);
+  ASSERT_TRUE(to_rts().ok());
+  EXPECT_EQ(state(), QpState::kRts);
+  QpState s;
+  QpAttr a;
+  ASSERT_TRUE(ep.query_qp(qpn, &s, &a).ok());
+  EXPECT_EQ(a.dest_qpn, 12u);
+  EXPECT_EQ(a.rq_psn, 5u);
+  EXPECT_EQ(a.sq_psn, 9u);
+  EXPECT_EQ(a.path_mtu, 4096u);
+}
+
+TEST_F(QpLifecycle, SkippingAStateIsRefused) {
+  EXPECT_STREQ(to_rtr().reason(), "modify: transition not allowed");
+  EXPECT_FALSE(to_rts().ok());
+  ASSERT_TRUE(to_init().ok());
+  EXPECT_FALSE(to_init().ok());
+  EXPECT_FALSE(to_rts().ok());
+  EXPECT_EQ(state(), QpState::kInit);
+}
+
+TEST_F(QpLifecycle, InitRequiresAnEvProfileOnKnownPlanes) {
+  QpAttr a;
+  a.state = QpState::kInit;
+  EXPECT_STREQ(ep.modify_qp(qpn, a, kAttrState, 0).reason(), "modify: required attribute missing");
+  a.ev_config.num_planes = 2;
+  EXPECT_STREQ(ep.modify_qp(qpn, a, kAttrState | kAttrEvProfile, 0).reason(), "ev profile: no EVs");
+  evs[1].plane = 2;
+  a.evs = evs;
+  EXPECT_STREQ(ep.modify_qp(qpn, a, kAttrState | kAttrEvProfile, 0).reason(),
+               "ev profile: EV on unknown plane");
+  EXPECT_EQ(state(), QpState::kReset);
+}
+
+TEST_F(QpLifecycle, AttributeOfAnotherTransitionIsRefused) {
+  ASSERT_TRUE(to_init().ok());
+  QpAttr a;
+  a.state = QpState::kRtr;
+  a.path_mtu = 1024;
+  a.sq_psn = 3;  // an RTS attribute
+  EXPECT_STREQ(
+      ep.modify_qp(qpn, a, kAttrState | kAttrDest | kAttrPathMtu | kAttrRqPsn | kAttrSqPsn, 0)
+          .reason(),
+      "modify: attribute not settable in this transition");
+}
+
+TEST_F(QpLifecycle, OutOfRangeValuesAreRefusedWithAReason) {
+  ASSERT_TRUE(to_init().ok());
+  QpAttr a;
+  a.state = QpState::kRtr;
+  a.path_mtu = 3000;
+  EXPECT_STREQ(ep.modify_qp(qpn, a, kAttrState | kAttrDest | kAttrPathMtu | kAttrRqPsn, 0).reason(),
+               "path_mtu: not 256..4096 (power of two) or 9000");
+  a.path_mtu = 9000;
+  a.rq_psn = 1u << 24;
+  EXPECT_STREQ(ep.modify_qp(qpn, a, kAttrState | kAttrDest | kAttrPathMtu | kAttrRqPsn, 0).reason(),
+               "rq_psn: over 24 bits");
+  a.rq_psn = 0;
+  a.mpr_dest = 9;  // max_mpr is 8
+  EXPECT_STREQ(
+      ep.modify_qp(qpn, a, kAttrState | kAttrDest | kAttrPathMtu | kAttrRqPsn | kAttrMprDest, 0)
+          .reason(),
+      "mpr_dest: not 1..max_mpr");
+  ASSERT_TRUE(to_rtr().ok());
+
+  EXPECT_EQ(rts_refusal([](QpAttr& x) { x.timeout = 25; }, kAttrTimeout), "timeout: over 24");
+  EXPECT_EQ(rts_refusal([](QpAttr& x) { x.retry_linear = 8; }, kAttrRetryCnt),
+            "retry: linear over 7 or exponential over 25");
+  EXPECT_EQ(rts_refusal([](QpAttr& x) { x.retry_exp = 26; }, kAttrRetryCnt),
+            "retry: linear over 7 or exponential over 25");
+  EXPECT_EQ(rts_refusal([](QpAttr& x) { x.mpr = 0; }, kAttrMpr), "mpr: not 1..max_mpr");
+  EXPECT_EQ(rts_refusal([](QpAttr& x) { x.max_wimm = 65; }, kAttrMaxWimm),
+            "max_wimm: over the endpoint's limit");
+  EXPECT_EQ(rts_refusal([](QpAttr& x) { x.caps = 1u << 7; }, kAttrCaps),
+            "caps: unknown capability bits");
+  EXPECT_EQ(state(), QpState::kRtr);
+  EXPECT_EQ(rts_refusal(
+                [](QpAttr& x) {
+                  x.timeout = 24;
+                  x.retry_linear = 7;
+                  x.retry_exp = 25;
+                },
+                kAttrTimeout | kAttrRetryCnt),
+            "accepted");
+}
+
+TEST_F(QpLifecycle, ResponderWindowChangesInRtsOnlyWithDynamicMpr) {
+  ASSERT_TRUE(to_init().ok());
+  ASSERT_TRUE(to_rtr().ok());
+  ASSERT_TRUE(to_rts().ok());
+  QpAttr a;
+  a.state = QpState::kRts;
+  a.mpr_dest = 2;
+  EXPECT_STREQ(ep.modify_qp(qpn, a, kAttrState | kAttrMprDest, 0).reason(),
+               "mpr_dest: changes in RTS need dynamic MPR");
+  a.timeout = 12;
+  EXPECT_TRUE(ep.modify_qp(qpn, a, kAttrState | kAttrTimeout, 0).ok());
+  QpState s;
+  ASSERT_TRUE(ep.query_qp(qpn, &s, &a).ok());
+  EXPECT_EQ(a.timeout, 12);
+}
+
+TEST_F(QpLifecycle, ErrorFlushesEveryOutstandingRequestInPostOrderAndResetAllowsReuse) {
+  ASSERT_TRUE(to_init().ok());
+  ASSERT_TRUE(to_rtr().ok());
+  ASSERT_TRUE(to_rts().ok());
+  std::vector<uint8_t> buf(64);
+  uint32_t key = 0;
+  ASSERT_TRUE(ep.register_region(Region{0x100, 64, buf.data(), 0}, &key).ok());
+  for (uint64_t id = 1; id <= 3; ++id) {
+    WriteRequest wr;
+    wr.wr_id = id;
+    wr.local_addr = 0x100;
+    wr.length = 64;
+    wr.lkey = key;
+    wr.signaled = id != 2;  // flushes complete even when unsignaled
+    ASSERT_TRUE(ep.post_write(qpn, wr).ok());
+  }
+  ASSERT_TRUE(ep.post_recv(qpn, RecvRequest{50}).ok());
+  QpAttr a;
+  a.state = QpState::kError;
+  ASSERT_TRUE(ep.modify_qp(qpn, a, kAttrState, 0).ok());
+  Completion c[8];
+  ASSERT_EQ(ep.poll_completions(c, 8), 4u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(c[i].wr_id, uint64_t(i + 1));
+    EXPECT_EQ(c[i].status, WcStatus::kFlushed);
+  }
+  EXPECT_EQ(c[3].wr_id, 50u);
+  EXPECT_EQ(c[3].opcode, WcOpcode::kRecvWriteImm);
+  Event e[4];
+  ASSERT_EQ(ep.poll_events(e, 4), 1u);
+  EXPECT_EQ(e[0].type, EventType::kQpError);
+
+  WriteRequest wr;
+  wr.lkey = key;
+  wr.local_addr = 0x100;
+  EXPECT_STREQ(ep.post_write(qpn, wr).reason(), "post_write: QP not in RTS");
+  a.state = QpState::kReset;
+  ASSERT_TRUE(ep.modify_qp(qpn, a, kAttrState, 0).ok());
+  ASSERT_TRUE(to_init().ok());
+  ASSERT_TRUE(to_rtr().ok());
+  ASSERT_TRUE(to_rts().ok());
+  EXPECT_TRUE(ep.post_write(qpn, wr).ok());
+}
+
+TEST(QpRequests, BadWorkRequestsAreRefusedNeverUndefined) {
+  test::OneQp q;
+  EXPECT_STREQ(q.write(1, 0, 100, false, 0, 0, 5).reason(), "ok");
+  WriteRequest wr;
+  wr.local_addr = test::OneQp::kVa + q.mem.size() - 10;
+  wr.length = 11;
+  wr.lkey = q.key;
+  EXPECT_STREQ(q.ep.post_write(q.qpn, wr).reason(),
+               "post_write: local buffer outside the lkey's region");
+  wr.length = 10;
+  wr.lkey = q.key + 1;
+  EXPECT_FALSE(q.ep.post_write(q.qpn, wr).ok());
+  wr.lkey = q.key;
+  wr.remote_addr = UINT64_MAX - 4;
+  EXPECT_STREQ(q.ep.post_write(q.qpn, wr).reason(), "post_write: remote range wraps");
+  EXPECT_FALSE(q.ep.post_write(999, wr).ok());
+  EXPECT_FALSE(q.ep.post_recv(0, RecvRequest{}).ok());
+  for (int i = 0; i < 63; ++i) ASSERT_TRUE(q.write(10 + i, 0, 8).ok());
+  EXPECT_STREQ(q.write(99, 0, 8).reason(), "post_write: send queue full");
+}
+
+TEST(QpRequests, QpnsAreNonZeroAndReusableAfterDestroy) {
+  Endpoint ep;
+  EndpointConfig cfg;
+  cfg.max_qps = 2;
+  ASSERT_TRUE(ep.init(cfg).ok());
+  uint32_t a = 0, b = 0, c = 0;
+  ASSERT_TRUE(ep.create_qp(&a).ok());
+  ASSERT_TRUE(ep.create_qp(&b).ok());
+  EXPECT_NE(a, 0u);
+  EXPECT_NE(a, b);
+  EXPECT_FALSE(ep.create_qp(&c).ok());
+  ASSERT_TRUE(ep.destroy_qp(a).ok());
+  EXPECT_EQ(ep.qp(a), nullptr);
+  EXPECT_FALSE(ep.destroy_qp(a).ok());
+  EXPECT_TRUE(ep.create_qp(&c).ok());
+}
+
+}  // namespace
+}  // namespace softmrc::engine
