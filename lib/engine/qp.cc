@@ -166,14 +166,14 @@ void Qp::fail(WcStatus status, uint32_t failed_wqe, const char* reason, Sinks& s
   s.event(e);
 }
 
-void Qp::fill_ctrl(TxPacket* out, uint32_t ev, wire::Opcode op) const {
+void Qp::fill_tx(TxPacket* out, uint32_t ev, wire::Opcode op) const {
   const EvEntry& e = evs_.entry(ev);
   out->peer = attr_.peer;
   out->src_qpn = qpn_;
   out->plane = e.plane;
   out->ev = ev;
   out->wire_ev = &e.value;
-  out->is_data = false;
+  out->is_data = wire::is_data(op);
   out->t = wire::Transport{};
   out->t.opcode = op;
   out->t.dest_qpn = attr_.dest_qpn;

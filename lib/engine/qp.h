@@ -144,7 +144,7 @@ class Qp {
   void enter_rts();
   void reset();
   void fail(WcStatus status, uint32_t failed_wqe, const char* reason, Sinks& s);
-  void fill_ctrl(TxPacket* out, uint32_t ev, wire::Opcode op) const;
+  void fill_tx(TxPacket* out, uint32_t ev, wire::Opcode op) const;
 
   // requester.cc
   TxSlot& slot(uint32_t psn) { return slots_[psn & slot_mask_]; }

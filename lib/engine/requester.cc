@@ -96,7 +96,7 @@ bool Qp::poll_packet(TimeNs now, TxPacket* out) {
 bool Qp::poll_probe(TimeNs now, TxPacket* out) {
   const uint32_t ev = evs_.probe_due(now);
   if (ev == kNoEv) return false;
-  fill_ctrl(out, ev, wire::Opcode::kProbeRequest);
+  fill_tx(out, ev, wire::Opcode::kProbeRequest);
   out->t.probe.req_id = ++probe_req_id_;
   out->t.probe.t_send_ns = now;
   evs_.on_probe_sent(ev, now);
@@ -108,7 +108,7 @@ bool Qp::poll_port_status(TimeNs now, TxPacket* out) {
   if (port_status_left_ == 0) return false;
   const uint32_t ev = evs_.pick(now);
   if (ev == kNoEv) return false;
-  fill_ctrl(out, ev, wire::Opcode::kPortStatus);
+  fill_tx(out, ev, wire::Opcode::kPortStatus);
   out->t.port_status.port_mask = local_planes_;
   out->t.port_status.seq = port_status_seq_;
   out->t.port_status.num_planes = limits_.num_planes;
@@ -190,22 +190,11 @@ void Qp::build_data(uint32_t psn, uint32_t ev, bool retransmit, TimeNs now, TxPa
   else
     op = Opcode::kWriteMiddle;
 
-  const EvEntry& e = evs_.entry(ev);
-  out->peer = attr_.peer;
-  out->src_qpn = qpn_;
-  out->plane = e.plane;
-  out->ev = ev;
-  out->wire_ev = &e.value;
-  out->is_data = true;
+  fill_tx(out, ev, op);
   wire::Transport& t = out->t;
-  t.opcode = op;
-  t.pkey = wire::kDefaultPkey;
-  t.dest_qpn = attr_.dest_qpn;
   t.psn = psn;
   t.ack_req = last;
-  t.solicited = false;
   t.mth_flags = retransmit ? wire::kMthRetransmit : 0;
-  t.path_tag = ev;
   t.data.va = w.remote_addr + sl.offset;
   t.data.rkey = w.rkey;
   t.data.msg_len = w.length;

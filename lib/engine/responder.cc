@@ -198,7 +198,7 @@ void Qp::send_feedback(wire::NackCode code, uint32_t ref_psn, uint32_t echo_tag,
     ++s.ep.ctrl_dropped;
     return;
   }
-  fill_ctrl(out, ev, code == wire::NackCode::kNone ? wire::Opcode::kAck : wire::Opcode::kNack);
+  fill_tx(out, ev, code == wire::NackCode::kNone ? wire::Opcode::kAck : wire::Opcode::kNack);
   wire::Feedback& fb = out->t.fb;
   fb.cum_psn = epsn_;
   fb.ref_psn = ref_psn;

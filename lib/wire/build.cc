@@ -28,13 +28,6 @@ size_t l3_header_len(const FrameSpec& frame) {
   return sizeof(Ipv6Hdr) + (has_srh(frame) ? sizeof(SrhOneSegment) : 0);
 }
 
-uint16_t ipv4_checksum(const uint8_t* hdr) {
-  uint32_t sum = 0;
-  for (size_t i = 0; i < sizeof(Ipv4Hdr); i += 2) sum += (hdr[i] << 8) | hdr[i + 1];
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
-}
-
 void write_type_header(const Transport& t, uint8_t* p) {
   if (is_data(t.opcode)) {
     DataHdr d{};
@@ -82,6 +75,13 @@ void write_type_header(const Transport& t, uint8_t* p) {
 }
 
 }  // namespace
+
+uint16_t ipv4_header_sum(const uint8_t* hdr) {
+  uint32_t sum = 0;
+  for (size_t i = 0; i < sizeof(Ipv4Hdr); i += 2) sum += (hdr[i] << 8) | hdr[i + 1];
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(sum);
+}
 
 size_t transport_header_len(Opcode op) {
   return sizeof(Bth) + sizeof(Mth) + type_header_len(op);
@@ -134,7 +134,7 @@ size_t build_headers(const FrameSpec& frame, const WireEv& ev, TxMarking marking
     std::memcpy(ip.src, frame.src_ip, 4);
     std::memcpy(ip.dst, frame.dst_ip, 4);
     store(p, ip);
-    const uint16_t csum = ipv4_checksum(p);
+    const auto csum = static_cast<uint16_t>(~ipv4_header_sum(p));
     p[offsetof(Ipv4Hdr, checksum)] = static_cast<uint8_t>(csum >> 8);
     p[offsetof(Ipv4Hdr, checksum) + 1] = static_cast<uint8_t>(csum);
     p += sizeof(Ipv4Hdr);

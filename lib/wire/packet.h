@@ -202,6 +202,11 @@ ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, Packet
 // destination address and SRH segment as they are now).
 WireEv wire_ev_of(const PacketView& pkt, EvMode mode);
 
+// The ones'-complement sum that an IPv4 header checksum is made of, over
+// the 20-byte header at `hdr`: a header is valid when it is 0xffff, and the
+// checksum field is the complement of the sum taken with that field zero.
+uint16_t ipv4_header_sum(const uint8_t* hdr);
+
 // Switch-side operations on a built frame (used by the fabric emulator).
 // trim(): keeps every header through the MRC type header (and ImmDt), drops
 // payload and ICRC, re-marks DSCP as `trimmed` and fixes the length fields.

@@ -15,13 +15,6 @@ size_t type_header_len(Opcode op) {
   return transport_header_len(op) - sizeof(Bth) - sizeof(Mth);
 }
 
-bool ipv4_checksum_ok(const uint8_t* hdr) {
-  uint32_t sum = 0;
-  for (size_t i = 0; i < sizeof(Ipv4Hdr); i += 2) sum += (hdr[i] << 8) | hdr[i + 1];
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return sum == 0xffff;
-}
-
 void read_type_header(const uint8_t* p, Transport* t) {
   if (is_data(t->opcode)) {
     const auto d = load<DataHdr>(p);
@@ -120,7 +113,7 @@ ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, Packet
     if (size < off + sizeof(Ipv4Hdr)) return ParseStatus::kTruncated;
     const auto ip = load<Ipv4Hdr>(base + off);
     if (ip.version_ihl != 0x45) return ParseStatus::kBadIpHeader;
-    if (!ipv4_checksum_ok(base + off)) return ParseStatus::kBadIpHeader;
+    if (ipv4_header_sum(base + off) != 0xffff) return ParseStatus::kBadIpHeader;
     if (ip.fragment.get() & 0x3fff) return ParseStatus::kFragment;  // MF or an offset
     const size_t total = ip.total_length.get();
     if (total < sizeof(Ipv4Hdr)) return ParseStatus::kBadIpHeader;

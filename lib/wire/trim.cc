@@ -40,10 +40,7 @@ void set_tos(uint8_t* ip, IpVersion version, uint8_t dscp, uint8_t ecn) {
     h.tos = tos;
     h.checksum.set(0);
     store(ip, h);
-    uint32_t sum = 0;
-    for (size_t i = 0; i < sizeof(Ipv4Hdr); i += 2) sum += (ip[i] << 8) | ip[i + 1];
-    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-    h.checksum.set(static_cast<uint16_t>(~sum));
+    h.checksum.set(static_cast<uint16_t>(~ipv4_header_sum(ip)));
     store(ip, h);
   } else {
     auto h = load<Ipv6Hdr>(ip);
