@@ -49,23 +49,14 @@ void setup(Node& n, uint32_t mtu, uint32_t dest_qpn, uint32_t mem_bytes) {
     evs[i].value.bytes[31] = static_cast<uint8_t>(i);
   }
   QpAttr a;
-  a.state = QpState::kInit;
   a.evs = evs;
   a.ev_config.num_planes = 4;
   a.ev_config.probe_initial_ns = 100'000;
   a.ev_config.probe_max_ns = 1'000'000;
-  check(n.ep.modify_qp(n.qpn, a, kAttrState | kAttrEvProfile, 0));
-  a = QpAttr{};
-  a.state = QpState::kRtr;
   a.dest_qpn = dest_qpn;
   a.path_mtu = mtu;
-  a.mpr_dest = 16;
-  check(n.ep.modify_qp(n.qpn, a, kAttrState | kAttrDest | kAttrPathMtu | kAttrRqPsn | kAttrMprDest,
-                       0));
-  a = QpAttr{};
-  a.state = QpState::kRts;
-  a.mpr = 16;
-  check(n.ep.modify_qp(n.qpn, a, kAttrState | kAttrSqPsn | kAttrMpr, 0));
+  a.mpr_dest = a.mpr = 16;
+  check(n.ep.connect_qp(n.qpn, a, 0));
 }
 
 WriteRequest message(const Node& n, uint32_t len, uint32_t rkey) {

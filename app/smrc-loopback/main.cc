@@ -411,7 +411,6 @@ bool connect(Side& s, const Options& o, uint32_t peer, uint32_t peer_qpn,
   const TimeNs base_rtt_ns =
       static_cast<TimeNs>(4 * o.prop_us * 1000 + 2 * o.mtu / (o.link_gbps / 8));
   engine::QpAttr a;
-  a.state = engine::QpState::kInit;
   a.evs = evs;
   a.ev_config.min_active = o.evs_per_plane;  // at least one plane's worth
   a.ev_config.policy = o.spray;
@@ -424,37 +423,16 @@ bool connect(Side& s, const Options& o, uint32_t peer, uint32_t peer_qpn,
     a.cc.nscc = engine::default_nscc_params(static_cast<uint64_t>(rate_bytes_per_ns * 8e9),
                                             base_rtt_ns, o.mtu);
   }
-  if (!check(s.ep.modify_qp(
-                 s.qpn, a, engine::kAttrState | engine::kAttrEvProfile | engine::kAttrCcProfile, 0),
-             "modify to INIT"))
-    return false;
-  a.state = engine::QpState::kRtr;
   a.peer = peer;
   a.dest_qpn = peer_qpn;
   a.path_mtu = o.mtu;
-  a.rq_psn = 0x100;
-  a.mpr_dest = 16;
-  a.max_wimm_dest = static_cast<uint16_t>(o.window);
-  if (!check(
-          s.ep.modify_qp(s.qpn, a,
-                         engine::kAttrState | engine::kAttrDest | engine::kAttrPathMtu |
-                             engine::kAttrRqPsn | engine::kAttrMprDest | engine::kAttrMaxWimmDest,
-                         0),
-          "modify to RTR"))
-    return false;
-  a.state = engine::QpState::kRts;
-  a.sq_psn = 0x100;
-  a.mpr = 16;
-  a.max_wimm = static_cast<uint16_t>(o.window);
+  a.rq_psn = a.sq_psn = 0x100;
+  a.mpr_dest = a.mpr = 16;
+  a.max_wimm_dest = a.max_wimm = static_cast<uint16_t>(o.window);
   a.timeout = 6;  // 65 us: a few RTTs of this fabric
   a.retry_linear = 7;
   a.retry_exp = 7;
-  return check(
-      s.ep.modify_qp(s.qpn, a,
-                     engine::kAttrState | engine::kAttrSqPsn | engine::kAttrMpr |
-                         engine::kAttrMaxWimm | engine::kAttrTimeout | engine::kAttrRetryCnt,
-                     0),
-      "modify to RTS");
+  return check(s.ep.connect_qp(s.qpn, a, 0), "connect_qp");
 }
 
 // How deep and how long goodput fell after the failure: smoothed over 50 us,

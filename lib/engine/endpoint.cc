@@ -89,6 +89,25 @@ Status Endpoint::modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask, Time
   return q->modify(attr, mask, now, s);
 }
 
+Status Endpoint::connect_qp(uint32_t qpn, const QpAttr& attr, TimeNs now) {
+  static constexpr struct {
+    QpState state;
+    uint32_t mask;
+  } kSteps[] = {
+      {QpState::kInit, kAttrEvProfile | kAttrCcProfile},
+      {QpState::kRtr,
+       kAttrDest | kAttrPathMtu | kAttrRqPsn | kAttrMprDest | kAttrMaxWimmDest | kAttrCaps},
+      {QpState::kRts,
+       kAttrSqPsn | kAttrMpr | kAttrMaxWimm | kAttrTimeout | kAttrRetryCnt | kAttrCaps},
+  };
+  QpAttr step = attr;
+  for (const auto& s : kSteps) {
+    step.state = s.state;
+    if (Status st = modify_qp(qpn, step, kAttrState | s.mask, now); !st.ok()) return st;
+  }
+  return {};
+}
+
 Status Endpoint::query_qp(uint32_t qpn, QpState* state, QpAttr* attr) const {
   const Qp* q = qp(qpn);
   if (q == nullptr) return Status::error("query_qp: unknown QPN");

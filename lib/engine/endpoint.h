@@ -47,6 +47,10 @@ class Endpoint {
   Status destroy_qp(uint32_t qpn);
   Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask, TimeNs now);
   Status query_qp(uint32_t qpn, QpState* state, QpAttr* attr) const;
+  // RESET -> INIT -> RTR -> RTS in one call, each step taking its own fields
+  // of `attr` (attr.state is ignored). On a refusal the QP stays where that
+  // step found it and the reason names the step's field or rule.
+  Status connect_qp(uint32_t qpn, const QpAttr& attr, TimeNs now);
 
   Status register_region(const Region& region, uint32_t* key);
   Status deregister_region(uint32_t key);

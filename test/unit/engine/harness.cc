@@ -96,38 +96,23 @@ void Harness::connect_qp(const HarnessConfig& cfg, int i, uint32_t k) {
   const Side& peer = side_[1 - i];
   const uint32_t qpn = s.qpns[k];
   QpAttr at;
-  at.state = QpState::kInit;
   at.evs = evs_;
   at.ev_config.num_planes = cfg.num_planes;
   at.ev_config.min_active = cfg.min_active;
   at.ev_config.probe_initial_ns = cfg.probe_initial_ns;
   at.ev_config.probe_max_ns = cfg.probe_max_ns;
   at.cc = cfg.cc;
-  Status st = s.ep.modify_qp(qpn, at, kAttrState | kAttrEvProfile | kAttrCcProfile, now_);
-  if (!st.ok()) throw std::runtime_error(st.reason());
-  at = QpAttr{};
-  at.state = QpState::kRtr;
   at.peer = static_cast<uint32_t>(1 - i);
   at.dest_qpn = peer.qpns[k];
   at.path_mtu = cfg.mtu;
   at.rq_psn = i == 0 ? cfg.start_psn_b : cfg.start_psn_a;
-  at.mpr_dest = cfg.mpr;
-  at.max_wimm_dest = cfg.max_wimm;
-  st = s.ep.modify_qp(
-      qpn, at, kAttrState | kAttrDest | kAttrPathMtu | kAttrRqPsn | kAttrMprDest | kAttrMaxWimmDest,
-      now_);
-  if (!st.ok()) throw std::runtime_error(st.reason());
-  at = QpAttr{};
-  at.state = QpState::kRts;
   at.sq_psn = i == 0 ? cfg.start_psn_a : cfg.start_psn_b;
-  at.mpr = cfg.mpr;
-  at.max_wimm = cfg.max_wimm;
+  at.mpr_dest = at.mpr = cfg.mpr;
+  at.max_wimm_dest = at.max_wimm = cfg.max_wimm;
   at.timeout = cfg.timeout;
   at.retry_linear = cfg.retry_linear;
   at.retry_exp = cfg.retry_exp;
-  st = s.ep.modify_qp(
-      qpn, at, kAttrState | kAttrSqPsn | kAttrMpr | kAttrMaxWimm | kAttrTimeout | kAttrRetryCnt,
-      now_);
+  const Status st = s.ep.connect_qp(qpn, at, now_);
   if (!st.ok()) throw std::runtime_error(st.reason());
 }
 

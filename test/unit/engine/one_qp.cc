@@ -39,38 +39,24 @@ OneQp::OneQp(const OneQpConfig& cfg) : cfg_(cfg) {
       evs.push_back(e);
     }
   QpAttr at;
-  at.state = QpState::kInit;
   at.evs = evs;
   at.ev_config.num_planes = cfg.num_planes;
   at.ev_config.min_active = cfg.min_active;
   at.ev_config.probe_initial_ns = cfg.probe_initial_ns;
   at.ev_config.probe_max_ns = cfg.probe_max_ns;
   at.cc = cfg.cc;
-  check(ep.modify_qp(qpn, at, kAttrState | kAttrEvProfile | kAttrCcProfile, 0));
-  at = QpAttr{};
-  at.state = QpState::kRtr;
   at.peer = 9;
   at.dest_qpn = cfg.dest_qpn;
   at.path_mtu = cfg.mtu;
   at.rq_psn = cfg.rq_psn;
-  at.mpr_dest = cfg.mpr;
-  at.max_wimm_dest = cfg.max_wimm;
-  at.caps = cfg.caps;
-  check(ep.modify_qp(qpn, at,
-                     kAttrState | kAttrDest | kAttrPathMtu | kAttrRqPsn | kAttrMprDest |
-                         kAttrMaxWimmDest | kAttrCaps,
-                     0));
-  at = QpAttr{};
-  at.state = QpState::kRts;
   at.sq_psn = cfg.sq_psn;
-  at.mpr = cfg.mpr;
-  at.max_wimm = cfg.max_wimm;
+  at.mpr_dest = at.mpr = cfg.mpr;
+  at.max_wimm_dest = at.max_wimm = cfg.max_wimm;
   at.timeout = cfg.timeout;
   at.retry_linear = cfg.retry_linear;
   at.retry_exp = cfg.retry_exp;
-  check(ep.modify_qp(
-      qpn, at, kAttrState | kAttrSqPsn | kAttrMpr | kAttrMaxWimm | kAttrTimeout | kAttrRetryCnt,
-      0));
+  at.caps = cfg.caps;
+  check(ep.connect_qp(qpn, at, 0));
 }
 
 Status OneQp::write(uint64_t wr_id, uint32_t src_off, uint32_t len, bool imm, uint32_t imm_data,
