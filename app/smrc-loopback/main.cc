@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "engine/endpoint.h"
+#include "pattern/pattern.h"
 #include "wire/packet.h"
 
 namespace {
@@ -48,7 +49,7 @@ struct Options {
   uint32_t switch_buffer_kib = 128;
   double interval_ms = 5;
   bool nscc = true;
-  engine::SprayPolicy spray = engine::SprayPolicy::kRoundRobin;
+  engine::SprayPolicy spray = engine::SprayPolicy::kEcnAvoid;
 };
 
 void usage(FILE* out) {
@@ -73,7 +74,8 @@ void usage(FILE* out) {
       "  --switch-buffer-kib N  switch queue limit before trimming (default 128)\n"
       "  --interval-ms N      report interval, virtual ms (default 5)\n"
       "  --no-cc              congestion control 'none' instead of NSCC\n"
-      "  --spray rr|ecn-avoid  EV spraying policy (default rr)\n"
+      "  --spray rr|ecn-avoid  EV spraying policy: strict plane round-robin, or planes\n"
+      "                       weighted by their congestion (default ecn-avoid)\n"
       "  -h, --help           this text\n");
 }
 
@@ -325,29 +327,6 @@ class Fabric {
   std::vector<uint64_t> tx_bytes_;
 };
 
-// The pattern of byte i of message `seq`: cheap, and different for every
-// message, so a stale or misplaced packet cannot pass verification.
-inline uint64_t pattern_word(uint64_t seq, uint64_t word) {
-  uint64_t x = seq * 0x9e3779b97f4a7c15ull + word * 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 31;
-  return x * 0x94d049bb133111ebull;
-}
-
-void fill(uint8_t* p, uint64_t len, uint64_t seq) {
-  for (uint64_t w = 0; w * 8 < len; ++w) {
-    const uint64_t v = pattern_word(seq, w);
-    std::memcpy(p + w * 8, &v, std::min<uint64_t>(8, len - w * 8));
-  }
-}
-
-bool verify(const uint8_t* p, uint64_t len, uint64_t seq) {
-  for (uint64_t w = 0; w * 8 < len; ++w) {
-    const uint64_t v = pattern_word(seq, w);
-    if (std::memcmp(p + w * 8, &v, std::min<uint64_t>(8, len - w * 8)) != 0) return false;
-  }
-  return true;
-}
-
 wire::FrameSpec frame_spec(int src, uint8_t plane) {
   wire::FrameSpec f;
   f.ip_version = wire::IpVersion::kV6;
@@ -435,9 +414,11 @@ bool connect(Side& s, const Options& o, uint32_t peer, uint32_t peer_qpn,
   return check(s.ep.connect_qp(s.qpn, a, 0), "connect_qp");
 }
 
-// How deep and how long goodput fell after the failure: smoothed over 50 us,
-// against its steady level in the 2 ms that follow the first millisecond
-// after the fault (what the surviving planes carry).
+// What the failure cost, from payload delivered to B in 10 us bins smoothed
+// over 50 us: the goodput before (the millisecond before the fault) and on
+// the surviving planes (ms 1..3 after it); how long until goodput first came
+// back to 90% of that new level and to (P-1)/P of the old one, how low it
+// went meanwhile, and the longest stretch in which nothing arrived at all.
 void report_dip(const Options& o, const std::vector<uint64_t>& bins, double bin_ns,
                 double fail_ns) {
   const auto fail_bin = static_cast<size_t>(fail_ns / bin_ns);
@@ -457,20 +438,40 @@ void report_dip(const Options& o, const std::vector<uint64_t>& bins, double bin_
   const double before = mean(fail_bin - ms_bins, fail_bin);
   const double after = mean(fail_bin + ms_bins, fail_bin + 3 * ms_bins);
   constexpr size_t kSmooth = 5;
-  double dip = INFINITY;
-  size_t last_low = fail_bin;
-  for (size_t i = fail_bin; i + kSmooth <= fail_bin + ms_bins; ++i) {
-    const double m = mean(i, i + kSmooth);
-    dip = std::min(dip, m);
-    if (m < 0.9 * after) last_low = i + kSmooth;
+  const auto first_at_least = [&](double level) -> size_t {
+    for (size_t i = fail_bin; i + kSmooth <= fail_bin + ms_bins; ++i)
+      if (mean(i, i + kSmooth) >= level) return i - fail_bin;
+    return SIZE_MAX;
+  };
+  const size_t to_new_level = first_at_least(0.9 * after);
+  const size_t to_old_share = first_at_least(before * (o.planes - 1) / o.planes);
+  double dip = mean(fail_bin, fail_bin + kSmooth);
+  for (size_t i = fail_bin; i < fail_bin + std::min(to_new_level, ms_bins); ++i)
+    dip = std::min(dip, mean(i, i + kSmooth));
+  size_t stall = 0;
+  for (size_t i = fail_bin, run = 0; i < fail_bin + ms_bins; ++i) {
+    run = bins[i] == 0 ? run + 1 : 0;
+    stall = std::max(stall, run);
   }
-  const double below_ns = (last_low - fail_bin) * bin_ns;
   const double rtt_ns = 4 * o.prop_us * 1000;
-  std::printf(
-      "plane %d %s at t=%.1f ms: goodput %.1f Gb/s before, dipped to %.1f Gb/s, below 90%% of "
-      "its new level (%.1f Gb/s on %u planes) for %.3f ms (%.0f base RTTs)\n",
-      o.fail_plane, o.fail_link_down ? "down" : "blackholed", o.fail_at_ms, gbps(before), gbps(dip),
-      gbps(after), o.planes - 1, below_ns / 1e6, below_ns / rtt_ns);
+  const auto span = [&](size_t n) {
+    static char text[2][64];
+    static int k = 0;
+    char* out = text[k ^= 1];
+    if (n == SIZE_MAX)
+      std::snprintf(out, sizeof text[0], "not within 1 ms");
+    else
+      std::snprintf(out, sizeof text[0], "%.0f us (%.0f base RTTs)", n * bin_ns / 1e3,
+                    n * bin_ns / rtt_ns);
+    return out;
+  };
+  std::printf("plane %d %s at t=%.1f ms: goodput %.1f Gb/s before, %.1f Gb/s on %u planes after\n",
+              o.fail_plane, o.fail_link_down ? "down" : "blackholed", o.fail_at_ms, gbps(before),
+              gbps(after), o.planes - 1);
+  std::printf("  back to 90%% of the new level in %s, lowest %.1f Gb/s before that\n",
+              span(to_new_level), gbps(dip));
+  std::printf("  back to %u/%u of the old level in %s; longest stretch with no delivery %s\n",
+              o.planes - 1, o.planes, span(to_old_share), span(stall));
 }
 
 }  // namespace
@@ -501,7 +502,7 @@ int main(int argc, char** argv) {
   auto post_next = [&]() {
     const uint64_t seq = next_msg++;
     uint8_t* slot_a = a.buf.data() + (seq % o.window) * msg_bytes;
-    fill(slot_a, msg_bytes, seq);
+    pattern::fill(slot_a, msg_bytes, /*stream=*/0, seq);
     engine::WriteRequest wr;
     wr.wr_id = seq;
     wr.local_addr = reinterpret_cast<uint64_t>(slot_a);
@@ -602,7 +603,7 @@ int main(int argc, char** argv) {
         if (wc[i].status != engine::WcStatus::kSuccess ||
             wc[i].opcode != engine::WcOpcode::kRecvWriteImm ||
             wc[i].imm != static_cast<uint32_t>(seq) || wc[i].byte_len != msg_bytes ||
-            !verify(b.buf.data() + (seq % o.window) * msg_bytes, msg_bytes, seq)) {
+            !pattern::verify(b.buf.data() + (seq % o.window) * msg_bytes, msg_bytes, 0, seq)) {
           std::fprintf(stderr, "B: message %" PRIu64 " failed verification (status %s, imm %u)\n",
                        seq, engine::wc_status_name(wc[i].status), wc[i].imm);
           ++errors;

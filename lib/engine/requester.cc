@@ -301,8 +301,12 @@ void Qp::detect_losses(TimeNs now) {
       loss_deadline_ = head.sent_ns + window;
       break;
     }
+    // A loss that takes its EV out of use (or lands on one already out) is
+    // a broken path, which blacklisting answers; only a loss the paths
+    // cannot explain is congestion for NSCC.
+    const uint32_t ev = slot(list_head_).ev;
     mark_lost(list_head_, RetxCause::kSack, true, now);
-    cc_.on_loss(inflight_bytes_, now);
+    if (evs_.usable(ev)) cc_.on_loss(inflight_bytes_, now);
     // The window shrinks back after enough losses without a duplicate.
     if (++losses_since_dup_ >= kReorderRelaxLosses && reorder_mult_ > 1) {
       --reorder_mult_;
@@ -366,11 +370,8 @@ void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
         progress |= ack_psn(p, &acked_bytes);
     }
   }
-  while (snd_una_ != snd_nxt_ && slot(snd_una_).state == TxState::kAcked) {
-    slot(snd_una_).state = TxState::kFree;
-    snd_una_ = psn_add(snd_una_, 1);
-  }
-
+  // Before the cumulative point moves: it frees the slots it passes, and the
+  // packet that fills the oldest hole (the slowest path's) must be sampled.
   TimeNs rtt_ns = 0;
   if (rtt_candidate && ref_slot->state == TxState::kAcked) {
     const TimeNs svc =
@@ -383,6 +384,10 @@ void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
     // A decaying maximum: the slowest path's samples keep it up, and it
     // forgets a path that got faster within a few dozen samples.
     rtt_max_ns_ = std::max(rtt_ns, rtt_max_ns_ - rtt_max_ns_ / kRttMaxDecay);
+  }
+  while (snd_una_ != snd_nxt_ && slot(snd_una_).state == TxState::kAcked) {
+    slot(snd_una_).state = TxState::kFree;
+    snd_una_ = psn_add(snd_una_, 1);
   }
 
   // A trim says congestion, not a broken path: resend at once elsewhere,

@@ -14,6 +14,14 @@ namespace {
 // congested and steering inside it cannot help (NSCC slows down instead).
 constexpr uint32_t kEcnAvoidMaxScan = 8;
 
+// How far one congestion signal lowers a plane's weight (a fraction
+// 2^-shift of it): a trim means a full queue, a CE mark a growing one. A
+// clean acknowledgement adds kPlaneWeightGain back. At equilibrium roughly
+// one acknowledgement in kEcnWeightShift carries a mark.
+constexpr uint32_t kEcnWeightShift = 6;
+constexpr uint32_t kTrimWeightShift = 3;
+constexpr uint32_t kPlaneWeightGain = 1;
+
 // Room for two state changes per EV between drains (bad and back, or a
 // controller deny and undeny), and never less than this.
 constexpr size_t kMinEventCapacity = 64;
@@ -182,10 +190,32 @@ uint32_t EvSet::pick_in_plane(Plane& plane, TimeNs now, uint32_t avoid) {
   return good_[plane.begin + chosen];
 }
 
+// Smooth weighted round-robin (as in nginx): every eligible plane earns its
+// weight, the richest is chosen and pays the total. Picks interleave in
+// proportion to the weights, with no bursts on one plane.
+uint8_t EvSet::pick_weighted_plane() {
+  int64_t total = 0;
+  uint8_t best = kMaxPlanes;
+  for (uint8_t p = 0; p < cfg_.num_planes; p++) {
+    Plane& plane = plane_[p];
+    if (!plane.up || plane.good == 0) continue;
+    plane.credit += plane.weight;
+    total += plane.weight;
+    if (best == kMaxPlanes || plane.credit > plane_[best].credit) best = p;
+  }
+  if (best != kMaxPlanes) plane_[best].credit -= total;
+  return best;
+}
+
 uint32_t EvSet::pick(TimeNs now, uint32_t avoid) {
   if (usable_count_ == 0) return kNoEv;
   const uint8_t planes = cfg_.num_planes;
   uint8_t p = next_plane_;
+  if (cfg_.policy == SprayPolicy::kEcnAvoid) {
+    p = pick_weighted_plane();  // a usable plane exists: usable_count_ > 0
+    const uint32_t ev = pick_in_plane(plane_[p], now, avoid);
+    if (ev != kNoEv) return ev;
+  }
   for (uint8_t i = 0; i < planes; i++) {
     Plane& plane = plane_[p];
     if (++p == planes) p = 0;
@@ -214,15 +244,25 @@ void EvSet::on_sent(uint32_t ev, uint32_t bytes, bool retransmit) {
 
 void EvSet::on_acked(uint32_t ev) {
   counters_[ev].acked++;
+  Plane& plane = plane_[ev_[ev].plane];
+  plane.weight = std::min(plane.weight + kPlaneWeightGain, kPlaneWeightMax);
+}
+
+void EvSet::lower_weight(uint8_t p, uint32_t shift) {
+  Plane& plane = plane_[p];
+  const uint32_t step = std::max(plane.weight >> shift, 1u);
+  plane.weight = std::max(plane.weight - std::min(step, plane.weight), kPlaneWeightMin);
 }
 
 void EvSet::on_ecn(uint32_t ev, TimeNs now) {
   counters_[ev].ecn_marks++;
   ev_[ev].avoid_until_ns = now + cfg_.ecn_avoid_ns;
+  lower_weight(ev_[ev].plane, kEcnWeightShift);
 }
 
 void EvSet::on_trim(uint32_t ev) {
   counters_[ev].trims++;
+  lower_weight(ev_[ev].plane, kTrimWeightShift);
 }
 
 bool EvSet::on_loss(uint32_t ev, TimeNs now) {
@@ -239,6 +279,7 @@ void EvSet::set_plane_up(uint8_t plane, bool up) {
   if (plane >= cfg_.num_planes || plane_[plane].up == up) return;
   Plane& pl = plane_[plane];
   pl.up = up;
+  pl.credit = 0;  // rejoins the weighted rotation from a neutral position
   if (up)
     usable_count_ += pl.good;
   else

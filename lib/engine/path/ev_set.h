@@ -46,8 +46,17 @@ struct EvEntry {
 
 enum class SprayPolicy : uint8_t {
   kRoundRobin,  // planes in turn, the EVs of each plane in turn
-  kEcnAvoid,    // as kRoundRobin, but skips EVs that saw a CE mark lately
+  kEcnAvoid,    // planes by weight (congested planes get less), and within a
+                // plane skips EVs that saw a CE mark lately
 };
+
+// kEcnAvoid's plane weights: each plane starts at the maximum, loses a
+// share on every CE echo and trim from its EVs and gains a little back on
+// every clean acknowledgement, so a congested plane carries what it can
+// and the others the rest. A plane never drops below the minimum, so it
+// keeps being measured.
+inline constexpr uint32_t kPlaneWeightMax = 1024;
+inline constexpr uint32_t kPlaneWeightMin = kPlaneWeightMax / 16;
 const char* spray_policy_name(SprayPolicy policy);
 
 struct EvSetConfig {
@@ -120,6 +129,8 @@ class EvSet {
   // Plane up/down (a local port event or the peer's port status).
   void set_plane_up(uint8_t plane, bool up);
   bool plane_up(uint8_t plane) const { return plane < cfg_.num_planes && plane_[plane].up; }
+  // kEcnAvoid's share of new packets for the plane, kPlaneWeightMin..Max.
+  uint32_t plane_weight(uint8_t plane) const { return plane_[plane].weight; }
 
   // Controller: any state -> DENIED, DENIED -> GOOD. Returns false if `ev` is
   // out of range.
@@ -155,9 +166,13 @@ class EvSet {
     uint32_t good = 0;    // GOOD EVs, at good_[begin, begin + good)
     uint32_t cursor = 0;  // next candidate, relative to begin
     bool up = true;
+    uint32_t weight = kPlaneWeightMax;  // kEcnAvoid
+    int64_t credit = 0;                 // kEcnAvoid: smooth weighted round-robin
   };
 
   uint32_t pick_in_plane(Plane& plane, TimeNs now, uint32_t avoid);
+  uint8_t pick_weighted_plane();
+  void lower_weight(uint8_t plane, uint32_t shift);
   void change_state(uint32_t ev, EvState to, TimeNs now);
   void add_good(uint32_t ev);
   void remove_good(uint32_t ev);

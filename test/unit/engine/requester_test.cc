@@ -277,6 +277,21 @@ TEST(Sack, SelectivelyAcknowledgedPacketsAreNeverResent) {
   EXPECT_EQ(resent[0].t.psn, 100u);
 }
 
+// The packet that fills the oldest hole came the slowest way: its sample
+// must count, or the RTT and the reorder window see only the fast paths.
+TEST(Rtt, ThePacketThatMovesTheCumulativeAckIsSampledToo) {
+  OneQp q;
+  ASSERT_TRUE(q.write(1, 0, 2 * 1024).ok());
+  const auto tx = q.tx(0);
+  ASSERT_EQ(tx.size(), 2u);
+  q.ep.on_packet(q.ack(100, 101, tx[1].ev, {101}), 0, 3'000);
+  EXPECT_EQ(q.qp().srtt_ns(), 3'000u);
+  q.ep.on_packet(q.ack(102, 100, tx[0].ev), 0, 9'000);
+  EXPECT_EQ(q.qp().snd_una(), 102u);
+  EXPECT_EQ(q.qp().rtt_max_ns(), 9'000u);
+  EXPECT_EQ(q.qp().srtt_ns(), (7 * 3'000u + 9'000u) / 8);
+}
+
 // Eight later transmissions acknowledged (the default reorder threshold),
 // and the packet older than the reorder window (1.25 smoothed RTT).
 TEST(Sack, HoleIsResentOnceOvertakenByEnoughLaterPacketsAndOlderThanTheReorderWindow) {
@@ -556,17 +571,36 @@ TEST(Ecn, EcnEchoReachesTheEvSet) {
   EXPECT_EQ(q.qp().evs().counters(tx[0].ev).acked, 1u);
 }
 
-TEST(Cc, LossesAndTimeoutsReachTheCongestionController) {
+OneQpConfig nscc_config(uint32_t min_active) {
   OneQpConfig cfg;
   cfg.cc.algorithm = CcAlgorithm::kNscc;
   cfg.cc.nscc = default_nscc_params(100'000'000'000ull, 10'000, cfg.mtu);
-  OneQp q(cfg);
+  cfg.min_active = min_active;
+  return cfg;
+}
+
+// Packet 100 is overtaken by 101..109 and declared lost.
+void lose_first_packet(OneQp& q) {
   ASSERT_TRUE(q.write(1, 0, 10 * 1024).ok());
   const auto tx = q.tx(0);
   std::vector<uint32_t> later;
   for (uint32_t p = 101; p < 110; ++p) later.push_back(p);
   q.ep.on_packet(q.ack(100, 109, tx[9].ev, later), 0, 4'000);
   q.tx(5'000);
+}
+
+TEST(Cc, ALossThatBlacklistsItsEvIsAPathFailureNotCongestion) {
+  OneQp q(nscc_config(1));
+  lose_first_packet(q);
+  EXPECT_EQ(q.qp().counters().retransmits[size_t(RetxCause::kSack)], 1u);
+  EXPECT_EQ(q.qp().evs().usable_count(), 3u) << "the EV went ASSUMED_BAD";
+  EXPECT_EQ(q.qp().cc().counters().losses, 0u);
+}
+
+TEST(Cc, LossesTheEvsCannotExplainAndTimeoutsReachTheCongestionController) {
+  OneQp q(nscc_config(4));  // every EV must stay usable
+  lose_first_packet(q);
+  EXPECT_EQ(q.qp().evs().usable_count(), 4u);
   EXPECT_EQ(q.qp().cc().counters().losses, 1u);
   q.tx(q.ep.next_wakeup() + 2'000'000);
   EXPECT_EQ(q.qp().cc().counters().timeouts, 1u);

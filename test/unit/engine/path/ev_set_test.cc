@@ -312,6 +312,51 @@ TEST(EvSet, EcnAvoidStillSpraysWhenEveryEvIsMarked) {
   EXPECT_EQ(picked.size(), 4u);
 }
 
+// Picks per plane over `n` picks.
+std::vector<uint32_t> plane_shares(EvSet& set, uint8_t planes, uint32_t n) {
+  std::vector<uint32_t> shares(planes, 0);
+  for (uint32_t i = 0; i < n; i++) shares[set.entry(set.pick(kEcnAvoidNs * 10)).plane]++;
+  return shares;
+}
+
+TEST(EvSet, EcnAvoidGivesACongestedPlaneLessTrafficAndCleanAcksWinItBack) {
+  EvSet set = make_set(4, 4, 1, SprayPolicy::kEcnAvoid);
+  EXPECT_EQ(plane_shares(set, 4, 400), (std::vector<uint32_t>{100, 100, 100, 100}));
+  for (int i = 0; i < 400; i++) set.on_ecn(3, 0);  // EV 3 sits on plane 3
+  EXPECT_EQ(set.plane_weight(3), kPlaneWeightMin) << "bounded below";
+  std::vector<uint32_t> shares = plane_shares(set, 4, 4000);
+  EXPECT_NEAR(shares[3], 4000 * 1.0 / (3 * 16 + 1), 2) << "weight 1/16 of each other plane's";
+  EXPECT_NEAR(shares[0], shares[1], 1);
+  // Clean acknowledgements restore it one step each, up to the maximum.
+  for (uint32_t i = 0; i < kPlaneWeightMax; i++) set.on_acked(7);  // plane 3
+  EXPECT_EQ(set.plane_weight(3), kPlaneWeightMax);
+  EXPECT_EQ(plane_shares(set, 4, 400), (std::vector<uint32_t>{100, 100, 100, 100}));
+}
+
+TEST(EvSet, ATrimLowersAPlaneMoreThanACeMark) {
+  EvSet set = make_set(2, 2, 1, SprayPolicy::kEcnAvoid);
+  set.on_ecn(0, 0);
+  set.on_trim(1);
+  EXPECT_EQ(set.plane_weight(0), kPlaneWeightMax - kPlaneWeightMax / 64);
+  EXPECT_EQ(set.plane_weight(1), kPlaneWeightMax - kPlaneWeightMax / 8);
+}
+
+TEST(EvSet, RoundRobinKeepsPlanesEqualWhateverTheirCongestion) {
+  EvSet set = make_set(4, 4);
+  for (int i = 0; i < 40; i++) set.on_trim(3);
+  EXPECT_EQ(plane_shares(set, 4, 400), (std::vector<uint32_t>{100, 100, 100, 100}));
+}
+
+TEST(EvSet, EcnAvoidNeverPicksADownPlaneWhateverItsWeight) {
+  EvSet set = make_set(3, 2, 1, SprayPolicy::kEcnAvoid);
+  for (int i = 0; i < 200; i++) set.on_ecn(0, 0);
+  set.set_plane_up(1, false);
+  const std::vector<uint32_t> shares = plane_shares(set, 3, 170);
+  EXPECT_EQ(shares[1], 0u);
+  EXPECT_NEAR(shares[0], 10, 1) << "64 against 1024";
+  EXPECT_NEAR(shares[2], 160, 1);
+}
+
 TEST(EvSet, CountersArePerEv) {
   EvSet set = make_set(1, 2);
   set.on_sent(0, 4096, false);
