@@ -29,6 +29,9 @@ Status Endpoint::init(const EndpointConfig& cfg) {
   in_use_.assign(cfg.max_qps, false);
   live_.clear();
   live_.reserve(cfg.max_qps);
+  ready_.init(cfg.max_qps);
+  queued_.assign(cfg.max_qps, false);
+  timers_.init(cfg.max_qps);
   ctrl_.init(cfg.ctrl_queue_packets);
   events_.init(cfg.event_queue);
   const uint64_t cq = cfg.completion_queue != 0
@@ -78,7 +81,24 @@ Status Endpoint::destroy_qp(uint32_t qpn) {
   in_use_[qpn - 1] = false;
   qps_[qpn - 1] = Qp{};  // releases its tables
   live_.erase(std::find(live_.begin(), live_.end(), qpn));
+  timers_.set(qpn - 1, kNever);
+  if (queued_[qpn - 1]) {
+    queued_[qpn - 1] = false;
+    for (uint32_t n = ready_.size(); n > 0; --n) {
+      const uint32_t other = ready_.front();
+      ready_.pop();
+      if (other != qpn) ready_.push(other);
+    }
+  }
   return {};
+}
+
+void Endpoint::touched(uint32_t qpn) {
+  if (!queued_[qpn - 1]) {
+    queued_[qpn - 1] = true;
+    ready_.push(qpn);  // cannot fail: one slot per QP
+  }
+  timers_.set(qpn - 1, qps_[qpn - 1].next_timer());
 }
 
 Status Endpoint::modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask, TimeNs now) {
@@ -86,7 +106,9 @@ Status Endpoint::modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask, Time
   if (q == nullptr) return Status::error("modify_qp: unknown QPN");
   if ((mask & kAttrState) && attr.state == QpState::kReset) purge_ctrl(qpn);
   Sinks s = sinks();
-  return q->modify(attr, mask, now, s);
+  const Status st = q->modify(attr, mask, now, s);
+  touched(qpn);
+  return st;
 }
 
 Status Endpoint::connect_qp(uint32_t qpn, const QpAttr& attr, TimeNs now) {
@@ -127,7 +149,9 @@ Status Endpoint::deregister_region(uint32_t key) {
 Status Endpoint::post_write(uint32_t qpn, const WriteRequest& wr) {
   Qp* q = find(qpn);
   if (q == nullptr) return Status::error("post_write: unknown QPN");
-  return q->post_write(wr, mem_);
+  const Status st = q->post_write(wr, mem_);
+  if (st.ok()) touched(qpn);
+  return st;
 }
 
 Status Endpoint::post_recv(uint32_t qpn, const RecvRequest& wr) {
@@ -174,6 +198,7 @@ void Endpoint::on_packet(const wire::PacketView& pkt, uint8_t plane, TimeNs now,
     q->on_port_status(pkt, now, s);
   else
     ++counters_.rx_unexpected;
+  touched(qpn);
 }
 
 // Probe requests are answered by the endpoint, on the plane they came in
@@ -248,24 +273,34 @@ Status Endpoint::send_probe(uint32_t peer, uint8_t plane, const wire::WireEv* ev
 
 size_t Endpoint::poll_tx(TxPacket* out, size_t max, TimeNs now) {
   Sinks s = sinks();
-  for (uint32_t qpn : live_) {
-    Qp& q = qps_[qpn - 1];
-    if (q.next_timer() <= now) q.on_timers(now, s);
+  // Due timers make their QPs ready; they are re-armed once polled below.
+  while (timers_.top_time() <= now) {
+    const uint32_t qpn = timers_.top_key() + 1;
+    qps_[qpn - 1].on_timers(now, s);
+    timers_.set(qpn - 1, kNever);
+    if (!queued_[qpn - 1]) {
+      queued_[qpn - 1] = true;
+      ready_.push(qpn);
+    }
   }
   size_t n = 0;
   for (; n < max && !ctrl_.empty(); ctrl_.pop()) out[n++] = ctrl_.front();
-  const auto live = static_cast<uint32_t>(live_.size());
-  bool progress = true;
-  while (n < max && progress && live > 0) {
-    progress = false;
-    for (uint32_t i = 0; i < live && n < max; ++i) {
-      Qp& q = qps_[live_[(tx_cursor_ + i) % live] - 1];
-      for (uint32_t b = 0; b < kQpTxBurst && n < max && q.poll_packet(now, &out[n]); ++b) {
-        ++n;
-        progress = true;
-      }
+  // Round-robin over ready QPs, a burst each: one that fills its burst goes
+  // back to the tail, one that runs dry leaves until something touches it.
+  while (n < max && !ready_.empty()) {
+    const uint32_t qpn = ready_.front();
+    ready_.pop();
+    Qp& q = qps_[qpn - 1];
+    uint32_t b = 0;
+    while (b < kQpTxBurst && n < max && q.poll_packet(now, &out[n])) {
+      ++n;
+      ++b;
     }
-    tx_cursor_ = (tx_cursor_ + 1) % live;
+    if (b == kQpTxBurst || n == max)
+      ready_.push(qpn);
+    else
+      queued_[qpn - 1] = false;
+    timers_.set(qpn - 1, q.next_timer());
   }
   return n;
 }
@@ -284,8 +319,9 @@ size_t Endpoint::poll_events(Event* out, size_t max) {
 
 TimeNs Endpoint::next_wakeup() const {
   if (!ctrl_.empty()) return 0;
-  TimeNs t = kNever;
-  for (uint32_t qpn : live_) t = std::min(t, qps_[qpn - 1].next_wakeup());
+  TimeNs t = timers_.top_time();
+  for (uint32_t pos = ready_.head(); pos != ready_.tail() && t != 0; ++pos)
+    t = std::min(t, qps_[ready_.at(pos) - 1].next_wakeup());
   return t;
 }
 
@@ -297,8 +333,10 @@ void Endpoint::set_plane_up(uint8_t plane, bool up, TimeNs now) {
     local_planes_ &= ~(1u << plane);
   ++port_status_seq_;
   Sinks s = sinks();
-  for (uint32_t qpn : live_)
+  for (uint32_t qpn : live_) {
     qps_[qpn - 1].set_local_plane(plane, local_planes_, port_status_seq_, now, s);
+    touched(qpn);
+  }
 }
 
 Status Endpoint::set_ev_denied(uint32_t qpn, uint32_t ev, bool denied, TimeNs now) {
@@ -308,6 +346,7 @@ Status Endpoint::set_ev_denied(uint32_t qpn, uint32_t ev, bool denied, TimeNs no
   if (!q->evs().set_denied(ev, denied, now)) return Status::error("set_ev_denied: unknown EV");
   Sinks s = sinks();
   q->drain_ev_events(s);
+  touched(qpn);
   return {};
 }
 

@@ -18,6 +18,7 @@
 #include "engine/qp.h"
 #include "engine/qp_attr.h"
 #include "engine/ring.h"
+#include "engine/timer_heap.h"
 #include "engine/types.h"
 #include "wire/packet.h"
 
@@ -95,14 +96,21 @@ class Endpoint {
     return Sinks{ctrl_, cq_, events_, counters_, mem_, local_planes_, port_status_seq_};
   }
   void purge_ctrl(uint32_t qpn);
+  // After anything that may give the QP work or move its timers.
+  void touched(uint32_t qpn);
   void answer_probe(const wire::PacketView& pkt, uint8_t plane, TimeNs now, uint32_t src_peer);
 
   EndpointConfig cfg_{};
   MemoryTable mem_;
   std::vector<Qp> qps_;  // QPN n lives at qps_[n - 1]
   std::vector<bool> in_use_;
-  std::vector<uint32_t> live_;  // QPNs in use, for timers and transmit
-  uint32_t tx_cursor_ = 0;      // round-robin position in live_
+  std::vector<uint32_t> live_;  // QPNs in use
+  // The transmit scheduler touches only QPs that may have work: those in
+  // ready_ (each at most once, round-robin) and the one whose timer is due
+  // first. Idle QPs cost nothing per call, however many there are.
+  Ring<uint32_t> ready_;
+  std::vector<bool> queued_;  // in ready_
+  TimerHeap timers_;          // key: QPN - 1
   Ring<TxPacket> ctrl_;
   Ring<Completion> cq_;
   Ring<Event> events_;

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "harness.h"
+#include "seeds.h"
 
 namespace softmrc::engine::test {
 namespace {
@@ -189,16 +190,6 @@ PipeFaults random_faults(std::mt19937_64& rng) {
 }
 
 constexpr TimeNs kLimitNs = 2'000'000'000;  // 2 s of virtual time
-
-// Seeds 1..count, or only $ENGINE_SEED when set (to replay a failure), or
-// 1..$ENGINE_SEEDS (a longer soak).
-std::vector<uint64_t> seeds(uint64_t count) {
-  if (const char* one = std::getenv("ENGINE_SEED")) return {std::strtoull(one, nullptr, 10)};
-  if (const char* n = std::getenv("ENGINE_SEEDS")) count = std::strtoull(n, nullptr, 10);
-  std::vector<uint64_t> v(count);
-  for (uint64_t i = 0; i < count; ++i) v[i] = i + 1;
-  return v;
-}
 
 // Every data packet A sent was placed, discarded as a duplicate, trimmed,
 // refused as out of window, or dropped by the fabric; and every resend is

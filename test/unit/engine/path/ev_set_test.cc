@@ -11,8 +11,12 @@
 #include <set>
 #include <vector>
 
+#include "../seeds.h"
+
 namespace softmrc::engine {
 namespace {
+
+using test::seeds;
 
 constexpr TimeNs kUs = 1000;
 constexpr TimeNs kProbeInitialNs = 10 * kUs;
@@ -390,18 +394,9 @@ TEST(EvSet, EventsBeyondTheBufferAreCountedAsLostUntilDrained) {
   EXPECT_EQ(set.events()[0].at, 100u);
 }
 
-// Seeds first..first+count-1, or only $ENGINE_SEED when set (to replay a
-// failure).
-std::vector<uint64_t> seeds(uint64_t first, uint64_t count) {
-  if (const char* one = std::getenv("ENGINE_SEED")) return {std::strtoull(one, nullptr, 10)};
-  std::vector<uint64_t> v(count);
-  for (uint64_t i = 0; i < count; i++) v[i] = first + i;
-  return v;
-}
-
 // Random operations against a shadow model of the states.
 TEST(EvSet, RandomisedOperationsKeepEveryInvariant) {
-  for (const uint64_t seed : seeds(1, 25)) {
+  for (const uint64_t seed : seeds(25)) {
     SCOPED_TRACE(::testing::Message() << "seed=" << seed);
     std::mt19937_64 rng(seed);
     const auto planes = static_cast<uint8_t>(1 + rng() % 8);
