@@ -1,0 +1,599 @@
+// Reading and validating softmrcd's YAML configuration (see config.h).
+//
+// Every value is read through a Map, which knows the key path for messages
+// and refuses keys it was never asked about (a misspelt key is an error,
+// not a silently ignored default). The first problem ends the load.
+#include "softmrcd/config.h"
+
+#include <arpa/inet.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "engine/qp_attr.h"
+#include "wire/headers.h"
+
+namespace softmrc::softmrcd {
+
+namespace {
+
+// Checked again against the EAL at setup; these only bound the numbers.
+constexpr uint64_t kMaxLcoreId = 1023;
+constexpr uint64_t kMaxMbufCache = 512;  // RTE_MEMPOOL_CACHE_MAX_SIZE
+
+struct ConfigError {
+  std::string key;
+  std::string problem;
+};
+
+[[noreturn]] void fail(const std::string& key, const std::string& problem) {
+  throw ConfigError{key, problem};
+}
+
+std::string quoted(const YAML::Node& n) {
+  return n.IsScalar() ? "'" + n.Scalar() + "'" : std::string("a ") + (n.IsMap() ? "map" : "list");
+}
+
+// A YAML mapping being read, with its key path.
+class Map {
+ public:
+  Map(const YAML::Node& node, std::string path) : node_(node), path_(std::move(path)) {
+    if (node_ && !node_.IsNull() && !node_.IsMap()) fail(path_, "must be a map of keys");
+  }
+
+  std::string key(const char* k) const { return path_.empty() ? k : path_ + "." + k; }
+  bool has(const char* k) {
+    seen_.insert(k);
+    return node_ && node_.IsMap() && node_[k] && !node_[k].IsNull();
+  }
+  YAML::Node get(const char* k) {
+    seen_.insert(k);
+    return node_ && node_.IsMap() ? node_[k] : YAML::Node();
+  }
+
+  // Unsigned integer in [lo, hi], decimal or 0x hex; absent leaves *out.
+  template <typename T>
+  void uint(const char* k, uint64_t lo, uint64_t hi, T* out) {
+    if (!has(k)) return;
+    const YAML::Node v = get(k);
+    const std::string s = v.IsScalar() ? v.Scalar() : "";
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long x = std::strtoull(s.c_str(), &end, 0);
+    if (s.empty() || s[0] == '-' || s[0] == '+' || *end != '\0' || errno == ERANGE)
+      fail(key(k), quoted(v) + " is not a whole number");
+    if (x < lo || x > hi)
+      fail(key(k), std::to_string(x) + " is out of range " + std::to_string(lo) + ".." +
+                       std::to_string(hi));
+    *out = static_cast<T>(x);
+  }
+
+  void number(const char* k, double lo, double hi, double* out) {
+    if (!has(k)) return;
+    const YAML::Node v = get(k);
+    const std::string s = v.IsScalar() ? v.Scalar() : "";
+    char* end = nullptr;
+    const double x = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end != '\0' || !std::isfinite(x))
+      fail(key(k), quoted(v) + " is not a number");
+    if (x < lo || x > hi) {
+      std::ostringstream m;
+      m << s << " is out of range " << lo << ".." << hi;
+      fail(key(k), m.str());
+    }
+    *out = x;
+  }
+
+  void boolean(const char* k, bool* out) {
+    if (!has(k)) return;
+    const YAML::Node v = get(k);
+    const std::string s = v.IsScalar() ? v.Scalar() : "";
+    if (s == "true" || s == "yes" || s == "on")
+      *out = true;
+    else if (s == "false" || s == "no" || s == "off")
+      *out = false;
+    else
+      fail(key(k), quoted(v) + " is not true or false");
+  }
+
+  std::string string(const char* k) {
+    if (!has(k)) return "";
+    const YAML::Node v = get(k);
+    if (!v.IsScalar()) fail(key(k), "must be a string, not " + quoted(v));
+    return v.Scalar();
+  }
+
+  std::string required_string(const char* k) {
+    if (!has(k)) fail(key(k), "missing");
+    return string(k);
+  }
+
+  // One of `names`; absent leaves *out.
+  template <typename T>
+  void choice(const char* k, std::initializer_list<std::pair<const char*, T>> names, T* out) {
+    if (!has(k)) return;
+    const std::string s = string(k);
+    std::string list;
+    for (const auto& [name, value] : names) {
+      if (s == name) {
+        *out = value;
+        return;
+      }
+      list += list.empty() ? name : std::string(" or ") + name;
+    }
+    fail(key(k), "'" + s + "' is not " + list);
+  }
+
+  // The list under `k` (absent: empty).
+  YAML::Node list(const char* k) {
+    if (!has(k)) return YAML::Node(YAML::NodeType::Sequence);
+    const YAML::Node v = get(k);
+    if (!v.IsSequence()) fail(key(k), "must be a list");
+    return v;
+  }
+
+  // Every key must have been asked for.
+  void done() const {
+    if (!node_ || !node_.IsMap()) return;
+    for (const auto& kv : node_) {
+      const std::string k = kv.first.Scalar();
+      if (!seen_.count(k)) fail(key(k.c_str()), "unknown key");
+    }
+  }
+
+ private:
+  YAML::Node node_;
+  std::string path_;
+  std::set<std::string> seen_;
+};
+
+std::string index_key(const std::string& list, size_t i) {
+  return list + "[" + std::to_string(i) + "]";
+}
+
+bool parse_mac(const std::string& s, wire::MacAddr* out) {
+  unsigned b[6];
+  char tail;
+  if (std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+                  &tail) != 6 ||
+      s.size() != 17)
+    return false;
+  for (int i = 0; i < 6; ++i) out->bytes[i] = static_cast<uint8_t>(b[i]);
+  return true;
+}
+
+void read_ip(Map& m, PlaneSpec* p) {
+  const std::string s = m.required_string("ip");
+  if (inet_pton(AF_INET6, s.c_str(), p->ip) == 1) {
+    p->ip_version = wire::IpVersion::kV6;
+  } else if (inet_pton(AF_INET, s.c_str(), p->ip) == 1) {
+    p->ip_version = wire::IpVersion::kV4;
+  } else {
+    fail(m.key("ip"), "'" + s + "' is not an IPv4 or IPv6 address");
+  }
+}
+
+bool valid_name(const std::string& s) {
+  if (s.empty() || s.size() > 31) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
+}
+
+void read_endpoint(const YAML::Node& node, const std::string& key, bool hosted, EndpointSpec* e) {
+  Map m(node, key);
+  e->key = key;
+  e->hosted = hosted;
+  e->name = m.required_string("name");
+  if (!valid_name(e->name))
+    fail(m.key("name"), "'" + e->name + "' is not a name (1-31 letters, digits, '-' or '_')");
+  if (hosted) m.uint("lcore", 0, kMaxLcoreId, &e->lcore);
+  m.choice("ev_mode", {{"udp", wire::EvMode::kUdp}, {"stev", wire::EvMode::kStev}}, &e->ev_mode);
+  const YAML::Node planes = m.list("planes");
+  if (planes.size() == 0 || planes.size() > engine::kMaxPlanes)
+    fail(m.key("planes"), "needs 1.." + std::to_string(engine::kMaxPlanes) + " planes");
+  for (size_t i = 0; i < planes.size(); ++i) {
+    PlaneSpec p;
+    Map pm(planes[i], index_key(m.key("planes"), i));
+    if (hosted) p.port = pm.string("port");
+    if (pm.has("mac")) {
+      const std::string mac = pm.string("mac");
+      if (!parse_mac(mac, &p.mac))
+        fail(pm.key("mac"), "'" + mac + "' is not a MAC address (like 02:00:00:00:00:01)");
+      p.has_mac = true;
+    } else if (!hosted) {
+      fail(pm.key("mac"), "missing (a peer's MAC cannot be learnt)");
+    }
+    read_ip(pm, &p);
+    if (p.ip_version == wire::IpVersion::kV4 && e->ev_mode == wire::EvMode::kStev)
+      fail(pm.key("ip"), "IPv4 address with ev_mode stev (STEV needs IPv6)");
+    if (i > 0 && p.ip_version != e->planes[0].ip_version)
+      fail(pm.key("ip"), "mixes IPv4 and IPv6 across the planes of one endpoint");
+    pm.done();
+    e->planes.push_back(p);
+  }
+  m.done();
+}
+
+void read_ev_profile(const std::string& name, const YAML::Node& node, EvProfileSpec* p) {
+  Map m(node, "ev_profiles." + name);
+  p->name = name;
+  m.uint("evs_per_plane", 1, engine::kMaxEvsPerQp, &p->evs_per_plane);
+  m.uint("udp_port_base", 0, 65535, &p->udp_port_base);
+  m.uint("min_active", 1, engine::kMaxEvsPerQp, &p->min_active);
+  m.choice(
+      "spray",
+      {{"rr", engine::SprayPolicy::kRoundRobin}, {"ecn-avoid", engine::SprayPolicy::kEcnAvoid}},
+      &p->spray);
+  const uint64_t max_us = engine::kMaxEvTimerNs / 1000;
+  uint64_t us = p->probe_initial_ns / 1000;
+  m.uint("probe_initial_us", 1, max_us, &us);
+  p->probe_initial_ns = us * 1000;
+  us = p->probe_max_ns / 1000;
+  m.uint("probe_max_us", 1, max_us, &us);
+  p->probe_max_ns = us * 1000;
+  us = p->ecn_avoid_ns / 1000;
+  m.uint("ecn_avoid_us", 0, max_us, &us);
+  p->ecn_avoid_ns = us * 1000;
+  if (p->probe_max_ns < p->probe_initial_ns)
+    fail(m.key("probe_max_us"), "is below probe_initial_us");
+  m.done();
+}
+
+void read_cc_profile(const std::string& name, const YAML::Node& node, uint32_t path_mtu,
+                     CcProfileSpec* p) {
+  Map m(node, "cc_profiles." + name);
+  p->name = name;
+  p->profile.algorithm = engine::CcAlgorithm::kNscc;
+  m.choice("algorithm",
+           {{"nscc", engine::CcAlgorithm::kNscc}, {"none", engine::CcAlgorithm::kNone}},
+           &p->profile.algorithm);
+  m.number("link_gbps", 1, 10'000, &p->link_gbps);
+  double rtt_us = p->base_rtt_ns / 1000.0;
+  m.number("base_rtt_us", 0.1, 1'000'000, &rtt_us);
+  p->base_rtt_ns = static_cast<engine::TimeNs>(rtt_us * 1000);
+  m.done();
+  if (p->profile.algorithm == engine::CcAlgorithm::kNscc) {
+    p->profile.nscc = engine::default_nscc_params(static_cast<uint64_t>(p->link_gbps * 1e9),
+                                                  p->base_rtt_ns, path_mtu);
+    if (const char* why = engine::validate(p->profile))
+      fail(m.key("base_rtt_us"), std::string("gives unusable NSCC parameters: ") + why);
+  }
+}
+
+uint32_t find_endpoint(const Config& c, const std::string& key, const std::string& name,
+                       bool must_be_hosted) {
+  for (uint32_t i = 0; i < c.endpoints.size(); ++i) {
+    if (c.endpoints[i].name != name) continue;
+    if (must_be_hosted && !c.endpoints[i].hosted)
+      fail(key, "'" + name + "' is a peer; it must be an endpoint this process hosts");
+    return i;
+  }
+  fail(key, "no endpoint named '" + name + "'");
+}
+
+void read_link(const YAML::Node& node, const std::string& key, Config* c) {
+  Map m(node, key);
+  LinkSpec l;
+  const YAML::Node ends = m.list("endpoints");
+  if (ends.size() != 2 || !ends[0].IsScalar() || !ends[1].IsScalar())
+    fail(m.key("endpoints"), "must name two endpoints, like [a, b]");
+  l.a = find_endpoint(*c, m.key("endpoints"), ends[0].Scalar(), true);
+  l.b = find_endpoint(*c, m.key("endpoints"), ends[1].Scalar(), true);
+  if (l.a == l.b) fail(m.key("endpoints"), "links an endpoint to itself");
+  for (const uint32_t e : {l.a, l.b}) {
+    if (c->link_of(e) >= 0)
+      fail(m.key("endpoints"), "'" + c->endpoints[e].name + "' is already in another link");
+    for (size_t p = 0; p < c->endpoints[e].planes.size(); ++p) {
+      const PlaneSpec& plane = c->endpoints[e].planes[p];
+      const std::string pkey = index_key(c->endpoints[e].key + ".planes", p);
+      if (!plane.port.empty())
+        fail(pkey + ".port", "a linked endpoint's ports are the link's; remove 'port'");
+      if (!plane.has_mac)
+        fail(pkey + ".mac", "missing (a linked endpoint's ports have no MAC of their own)");
+    }
+  }
+  m.uint("lcore", 0, kMaxLcoreId, &l.lcore);
+  const YAML::Node sched = m.list("schedule");
+  for (size_t i = 0; i < sched.size(); ++i) {
+    Map s(sched[i], index_key(m.key("schedule"), i));
+    LinkEvent ev;
+    if (!s.has("at_ms")) fail(s.key("at_ms"), "missing");
+    uint64_t at_ms = 0;
+    s.uint("at_ms", 0, 86'400'000, &at_ms);
+    ev.at_ns = at_ms * 1'000'000;
+    if (!s.has("plane")) fail(s.key("plane"), "missing");
+    s.uint("plane", 0, c->num_planes() - 1, &ev.plane);
+    if (!s.has("state")) fail(s.key("state"), "missing");
+    s.choice("state", {{"up", true}, {"down", false}}, &ev.up);
+    s.done();
+    if (!l.schedule.empty() && ev.at_ns < l.schedule.back().at_ns)
+      fail(s.key("at_ms"), "is earlier than the event before it");
+    l.schedule.push_back(ev);
+  }
+  m.done();
+  c->links.push_back(l);
+}
+
+void read_flow(const YAML::Node& node, const std::string& key, Config* c) {
+  Map m(node, key);
+  FlowSpec f;
+  f.from = find_endpoint(*c, m.key("from"), m.required_string("from"), true);
+  f.to = find_endpoint(*c, m.key("to"), m.required_string("to"), true);
+  if (f.from == f.to) fail(m.key("to"), "is the same endpoint as 'from'");
+  m.uint("qps", 1, c->limits.max_qps, &f.qps);
+  m.choice("op", {{"write", TrafficOp::kWrite}, {"wimm", TrafficOp::kWimm}}, &f.op);
+  m.uint("size", 1, engine::kMaxMessageBytes, &f.size_bytes);
+  // Write mode sends a batch marker (a 0-byte WIMM) per window of Writes.
+  const uint64_t max_window =
+      std::min<uint64_t>({c->qp.max_wimm, c->limits.max_recv_wr, c->limits.max_send_wr / 2});
+  m.uint("window", 1, max_window, &f.window);
+  m.uint("messages", 0, UINT32_MAX, &f.messages);
+  uint64_t ms = 0;
+  m.uint("duration_ms", 0, 86'400'000, &ms);
+  f.duration_ns = ms * 1'000'000;
+  m.done();
+  c->traffic.push_back(f);
+}
+
+void check_planes_agree(const Config& c) {
+  for (const EndpointSpec& e : c.endpoints) {
+    if (e.planes.size() != c.num_planes())
+      fail(e.key + ".planes", std::to_string(e.planes.size()) + " planes, but " +
+                                  c.endpoints[0].key + " has " + std::to_string(c.num_planes()) +
+                                  " (plane N is port N on every endpoint)");
+    if (e.planes[0].ip_version != c.endpoints[0].planes[0].ip_version)
+      fail(e.key + ".planes[0].ip", "IPv4 and IPv6 endpoints cannot talk to each other");
+  }
+}
+
+void check_hosted_ports(const Config& c) {
+  for (uint32_t i = 0; i < c.hosted; ++i) {
+    const EndpointSpec& e = c.endpoints[i];
+    if (c.link_of(i) >= 0) continue;
+    for (size_t p = 0; p < e.planes.size(); ++p)
+      if (e.planes[p].port.empty())
+        fail(index_key(e.key + ".planes", p) + ".port",
+             "missing (a PCI address or vdev spec, or join the endpoint to a link)");
+  }
+}
+
+void check_traffic_fits(const Config& c) {
+  std::vector<uint64_t> qps(c.hosted, 0);
+  for (const FlowSpec& f : c.traffic) {
+    qps[f.from] += f.qps;
+    qps[f.to] += f.qps;
+  }
+  for (uint32_t i = 0; i < c.hosted; ++i)
+    if (qps[i] > c.limits.max_qps)
+      fail("traffic", "needs " + std::to_string(qps[i]) + " QPs on endpoint '" +
+                          c.endpoints[i].name + "', above limits.max_qps (" +
+                          std::to_string(c.limits.max_qps) + ")");
+}
+
+// Every TX descriptor (or, on a link, every slot of the two rings between
+// the endpoints) of every plane may hold an mbuf of the endpoint's TX pool,
+// plus the lcore caches and what is being framed.
+void check_mbufs(const Config& c) {
+  for (uint32_t i = 0; i < c.hosted; ++i) {
+    const bool linked = c.link_of(i) >= 0;
+    const uint64_t per_plane = linked ? 2 * uint64_t{c.link_ring} : c.tx_desc;
+    const uint64_t need = c.num_planes() * per_plane + 2 * c.mbuf_cache + 512;
+    if (c.mbufs < need)
+      fail("mempool.mbufs", std::to_string(c.mbufs) + " is too few for endpoint '" +
+                                c.endpoints[i].name + "': " + std::to_string(c.num_planes()) +
+                                " planes x " + std::to_string(per_plane) +
+                                (linked ? " link ring slots" : " TX descriptors") +
+                                " need at least " + std::to_string(need));
+  }
+}
+
+void read_root(const YAML::Node& root, Config* c) {
+  if (!root || root.IsNull()) fail("(file)", "is empty");
+  Map m(root, "");
+  m.uint("path_mtu", 256, wire::kMaxPayload, &c->path_mtu);
+  if (!engine::valid_path_mtu(c->path_mtu))
+    fail("path_mtu", std::to_string(c->path_mtu) + " is not 256, 512, 1024, 2048, 4096 or 9000");
+  m.choice("tx_payload", {{"copy", TxPayload::kCopy}, {"extbuf", TxPayload::kExtbuf}},
+           &c->tx_payload);
+  m.boolean("rx_verify_icrc", &c->rx_verify_icrc);
+  m.uint("link_poll_us", 1, 1'000'000, &c->link_poll_us);
+  {
+    Map mp(m.get("mempool"), "mempool");
+    mp.uint("mbufs", 1023, 1u << 24, &c->mbufs);
+    mp.uint("cache", 0, kMaxMbufCache, &c->mbuf_cache);
+    mp.done();
+  }
+  {
+    Map r(m.get("rings"), "rings");
+    r.uint("rx_desc", 32, 16384, &c->rx_desc);
+    r.uint("tx_desc", 32, 16384, &c->tx_desc);
+    r.uint("link", 64, 65536, &c->link_ring);
+    r.done();
+    if (c->link_ring & (c->link_ring - 1))
+      fail("rings.link", std::to_string(c->link_ring) + " is not a power of two");
+  }
+  {
+    Map s(m.get("stats"), "stats");
+    s.uint("snapshot_ms", 1, 60'000, &c->snapshot_ms);
+    s.uint("log_interval_ms", 0, 3'600'000, &c->log_interval_ms);
+    s.done();
+  }
+  {
+    Map s(m.get("shutdown"), "shutdown");
+    s.uint("drain_ms", 0, 600'000, &c->drain_ms);
+    s.done();
+  }
+  {
+    Map l(m.get("limits"), "limits");
+    LimitsSpec& lim = c->limits;
+    l.uint("max_qps", 1, 65535, &lim.max_qps);
+    l.uint("max_regions", 1, 65535, &lim.max_regions);
+    l.uint("max_mpr", 1, 64, &lim.max_mpr);
+    l.uint("max_wimm", 1, 65535, &lim.max_wimm);
+    l.uint("max_send_wr", 2, 1u << 20, &lim.max_send_wr);
+    l.uint("max_recv_wr", 1, 1u << 20, &lim.max_recv_wr);
+    l.done();
+  }
+
+  // Endpoints and peers first: profiles are checked against the plane count.
+  const YAML::Node eps = m.list("endpoints");
+  if (eps.size() == 0) fail("endpoints", "missing (at least one endpoint to host)");
+  for (size_t i = 0; i < eps.size(); ++i) {
+    EndpointSpec e;
+    read_endpoint(eps[i], index_key("endpoints", i), true, &e);
+    c->endpoints.push_back(e);
+  }
+  c->hosted = static_cast<uint32_t>(c->endpoints.size());
+  const YAML::Node peers = m.list("peers");
+  for (size_t i = 0; i < peers.size(); ++i) {
+    EndpointSpec e;
+    read_endpoint(peers[i], index_key("peers", i), false, &e);
+    c->endpoints.push_back(e);
+  }
+  for (size_t i = 0; i < c->endpoints.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (c->endpoints[i].name == c->endpoints[j].name)
+        fail(c->endpoints[i].key + ".name", "'" + c->endpoints[i].name + "' is used twice");
+  check_planes_agree(*c);
+
+  const YAML::Node evp = m.get("ev_profiles");
+  if (evp && !evp.IsNull() && !evp.IsMap()) fail("ev_profiles", "must be a map of named profiles");
+  if (evp && evp.IsMap())
+    for (const auto& kv : evp) {
+      EvProfileSpec p;
+      read_ev_profile(kv.first.Scalar(), kv.second, &p);
+      c->ev_profiles.push_back(p);
+    }
+  if (c->ev_profiles.empty()) c->ev_profiles.push_back(EvProfileSpec{.name = "default"});
+  for (const EvProfileSpec& p : c->ev_profiles) {
+    const std::string key = "ev_profiles." + p.name;
+    const uint64_t evs = uint64_t{p.evs_per_plane} * c->num_planes();
+    if (evs > engine::kMaxEvsPerQp)
+      fail(key + ".evs_per_plane", std::to_string(evs) + " EVs over " +
+                                       std::to_string(c->num_planes()) + " planes is above " +
+                                       std::to_string(engine::kMaxEvsPerQp));
+    if (p.udp_port_base + evs > 65536)
+      fail(key + ".udp_port_base",
+           "leaves no room for " + std::to_string(evs) + " source ports below 65536");
+    if (p.min_active > evs)
+      fail(key + ".min_active", std::to_string(p.min_active) + " is above the profile's " +
+                                    std::to_string(evs) + " EVs");
+  }
+
+  const YAML::Node ccp = m.get("cc_profiles");
+  if (ccp && !ccp.IsNull() && !ccp.IsMap()) fail("cc_profiles", "must be a map of named profiles");
+  if (ccp && ccp.IsMap())
+    for (const auto& kv : ccp) {
+      CcProfileSpec p;
+      read_cc_profile(kv.first.Scalar(), kv.second, c->path_mtu, &p);
+      c->cc_profiles.push_back(p);
+    }
+  if (c->cc_profiles.empty()) {
+    CcProfileSpec p;
+    read_cc_profile("default", YAML::Node(), c->path_mtu, &p);
+    c->cc_profiles.push_back(p);
+  }
+
+  {
+    Map q(m.get("qp"), "qp");
+    QpSpec& qp = c->qp;
+    const auto profile = [&](const char* k, const auto& list) -> uint32_t {
+      const std::string name = q.has(k) ? q.string(k) : "default";
+      for (uint32_t i = 0; i < list.size(); ++i)
+        if (list[i].name == name) return i;
+      fail(q.key(k), "no profile named '" + name + "'");
+    };
+    qp.ev_profile = profile("ev_profile", c->ev_profiles);
+    qp.cc_profile = profile("cc_profile", c->cc_profiles);
+    q.uint("mpr", 1, c->limits.max_mpr, &qp.mpr);
+    q.uint("max_wimm", 1, c->limits.max_wimm, &qp.max_wimm);
+    q.uint("timeout", 0, engine::kMaxTimeout, &qp.timeout);
+    q.uint("retry_linear", 0, engine::kMaxRetryLinear, &qp.retry_linear);
+    q.uint("retry_exp", 0, engine::kRetryExpUnlimited, &qp.retry_exp);
+    q.done();
+  }
+
+  const YAML::Node links = m.list("links");
+  for (size_t i = 0; i < links.size(); ++i) read_link(links[i], index_key("links", i), c);
+  check_hosted_ports(*c);
+  const YAML::Node traffic = m.list("traffic");
+  for (size_t i = 0; i < traffic.size(); ++i) read_flow(traffic[i], index_key("traffic", i), c);
+  check_traffic_fits(*c);
+  check_mbufs(*c);
+  m.done();
+}
+
+}  // namespace
+
+int Config::link_of(uint32_t endpoint) const {
+  for (size_t i = 0; i < links.size(); ++i)
+    if (links[i].a == endpoint || links[i].b == endpoint) return static_cast<int>(i);
+  return -1;
+}
+
+std::vector<engine::EvEntry> ev_entries(const EvProfileSpec& p, uint32_t num_planes,
+                                        wire::EvMode mode) {
+  std::vector<engine::EvEntry> evs;
+  for (uint32_t plane = 0; plane < num_planes; ++plane) {
+    for (uint32_t n = 0; n < p.evs_per_plane; ++n) {
+      engine::EvEntry e{};
+      const uint32_t port = p.udp_port_base + plane * p.evs_per_plane + n;
+      e.value.bytes[0] = static_cast<uint8_t>(port >> 8);
+      e.value.bytes[1] = static_cast<uint8_t>(port);
+      if (mode == wire::EvMode::kStev) {
+        e.value.bytes[2] = static_cast<uint8_t>(n >> 8);
+        e.value.bytes[3] = static_cast<uint8_t>(n);
+      }
+      e.plane = static_cast<uint8_t>(plane);
+      evs.push_back(e);
+    }
+  }
+  return evs;
+}
+
+uint32_t rx_pool_size(const Config& cfg) {
+  return cfg.num_planes() * (uint32_t{cfg.rx_desc} + 64) + 2 * cfg.mbuf_cache + 64;
+}
+
+uint32_t max_frame_bytes(uint32_t path_mtu) {
+  return static_cast<uint32_t>(wire::kMaxHeaderLen) + path_mtu + wire::kIcrcLen;
+}
+
+bool parse_config(const std::string& text, const std::string& name, Config* out, std::string* err) {
+  *out = Config{};
+  out->path = name;
+  try {
+    read_root(YAML::Load(text), out);
+  } catch (const YAML::Exception& e) {
+    *err = name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+           ": YAML syntax error: " + e.msg;
+    return false;
+  } catch (const ConfigError& e) {
+    *err = name + ": " + e.key + ": " + e.problem;
+    return false;
+  }
+  return true;
+}
+
+bool load_config(const std::string& path, Config* out, std::string* err) {
+  std::ifstream in(path);
+  if (!in) {
+    *err = path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_config(text.str(), path, out, err);
+}
+
+}  // namespace softmrc::softmrcd

@@ -1,0 +1,164 @@
+// softmrcd's configuration: the YAML file read into plain, validated
+// structs with units in their field names. Nothing else in the daemon sees
+// YAML. docs/configuration.md lists every key, its unit, its default and
+// every message a bad file gets.
+//
+// load_config() checks everything that needs no EAL (syntax, types,
+// ranges, names and references, sizes that must agree); what needs the EAL
+// (lcores, devices) is checked when the daemon sets up, with the same
+// "<key>: <problem>" messages.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/cc/congestion_control.h"
+#include "engine/path/ev_set.h"
+#include "wire/packet.h"
+
+namespace softmrc::softmrcd {
+
+inline constexpr int kAnyLcore = -1;  // an endpoint or link without `lcore`
+
+enum class TxPayload : uint8_t {
+  kCopy,    // payload copied into the frame's mbuf
+  kExtbuf,  // payload sent in place from registered memory (an external-buffer mbuf)
+};
+
+struct PlaneSpec {
+  std::string port;  // device spec; empty for a plane of a linked endpoint or a peer
+  bool has_mac = false;
+  wire::MacAddr mac;
+  wire::IpVersion ip_version = wire::IpVersion::kV6;
+  uint8_t ip[16] = {};
+};
+
+// An endpoint this process hosts, or a peer hosted elsewhere (addresses only).
+struct EndpointSpec {
+  std::string name;
+  std::string key;  // "endpoints[0]" or "peers[0]", for messages
+  bool hosted = true;
+  int lcore = kAnyLcore;
+  wire::EvMode ev_mode = wire::EvMode::kUdp;
+  std::vector<PlaneSpec> planes;
+};
+
+struct EvProfileSpec {
+  std::string name;
+  uint32_t evs_per_plane = 16;
+  uint16_t udp_port_base = 0xc000;  // EV n of plane p: source port base + p * evs_per_plane + n
+  uint32_t min_active = 1;
+  engine::SprayPolicy spray = engine::SprayPolicy::kRoundRobin;
+  engine::TimeNs probe_initial_ns = 20'000;
+  engine::TimeNs probe_max_ns = 1'000'000;
+  engine::TimeNs ecn_avoid_ns = 50'000;
+};
+
+struct CcProfileSpec {
+  std::string name;
+  engine::CcProfile profile;  // NSCC parameters derived from the two below
+  double link_gbps = 100;
+  engine::TimeNs base_rtt_ns = 10'000;
+};
+
+// Attributes of the QPs the daemon opens (the traffic generator's).
+struct QpSpec {
+  uint32_t ev_profile = 0;  // index into Config::ev_profiles
+  uint32_t cc_profile = 0;  // index into Config::cc_profiles
+  uint8_t mpr = 8;
+  uint16_t max_wimm = 128;
+  uint8_t timeout = 14;  // ACK timeout 1.024 us * 2^14 = 16.8 ms
+  uint8_t retry_linear = 7;
+  uint8_t retry_exp = 7;
+};
+
+struct LimitsSpec {
+  uint32_t max_qps = 64;
+  uint32_t max_regions = 256;
+  uint8_t max_mpr = 16;
+  uint16_t max_wimm = 1024;
+  uint32_t max_send_wr = 1024;
+  uint32_t max_recv_wr = 1024;
+};
+
+// A plane of an in-process link going down or up at a time after start.
+struct LinkEvent {
+  uint64_t at_ns = 0;
+  uint8_t plane = 0;
+  bool up = false;
+};
+
+// Two hosted endpoints whose plane N ports are joined through the
+// in-process fabric (net_ring pairs).
+struct LinkSpec {
+  uint32_t a = 0;  // endpoint indexes
+  uint32_t b = 0;
+  int lcore = kAnyLcore;            // the fabric's forwarding step; default: a's lcore
+  std::vector<LinkEvent> schedule;  // sorted by time
+};
+
+enum class TrafficOp : uint8_t { kWrite, kWimm };
+
+// A traffic generator flow: QPs from one hosted endpoint to another.
+struct FlowSpec {
+  uint32_t from = 0;  // endpoint indexes
+  uint32_t to = 0;
+  uint32_t qps = 1;
+  TrafficOp op = TrafficOp::kWimm;
+  uint32_t size_bytes = 65536;
+  uint32_t window = 8;       // messages in flight per QP
+  uint64_t messages = 0;     // per QP; 0: no limit
+  uint64_t duration_ns = 0;  // 0: no limit
+};
+
+struct Config {
+  std::string path;  // the file, for messages
+  uint32_t path_mtu = 4096;
+  TxPayload tx_payload = TxPayload::kCopy;
+  bool rx_verify_icrc = true;
+  uint32_t mbufs = 8191;  // per endpoint, for the frames it sends
+  uint32_t mbuf_cache = 256;
+  uint16_t rx_desc = 512;
+  uint16_t tx_desc = 512;
+  uint32_t link_ring = 512;
+  uint64_t link_poll_us = 100;
+  uint64_t snapshot_ms = 100;
+  uint64_t log_interval_ms = 1000;
+  uint64_t drain_ms = 2000;
+  LimitsSpec limits;
+  std::vector<EvProfileSpec> ev_profiles;
+  std::vector<CcProfileSpec> cc_profiles;
+  QpSpec qp;
+  std::vector<EndpointSpec> endpoints;  // hosted ones first, then peers
+  uint32_t hosted = 0;                  // how many of `endpoints` are hosted
+  std::vector<LinkSpec> links;
+  std::vector<FlowSpec> traffic;
+
+  uint32_t num_planes() const {
+    return endpoints.empty() ? 0 : uint32_t(endpoints[0].planes.size());
+  }
+  // The link an endpoint's planes belong to, or -1.
+  int link_of(uint32_t endpoint) const;
+};
+
+// The EVs of a QP with profile `p`: EV n of plane k rides in UDP source
+// port udp_port_base + k * evs_per_plane + n (STEV mode also puts n in the
+// flow label), listed plane by plane.
+std::vector<engine::EvEntry> ev_entries(const EvProfileSpec& p, uint32_t num_planes,
+                                        wire::EvMode mode);
+
+// Mbufs of an endpoint's RX pool: every RX descriptor of every plane, the
+// burst being handled and the lcore cache.
+uint32_t rx_pool_size(const Config& cfg);
+
+// Bytes of the largest frame the daemon builds or accepts for `path_mtu`.
+uint32_t max_frame_bytes(uint32_t path_mtu);
+
+// Reads and validates a file. On failure *err is "<file>: <key>: <problem>"
+// (or "<file>:<line>:<column>: ..." for YAML syntax errors).
+bool load_config(const std::string& path, Config* out, std::string* err);
+// The same, from text (tests).
+bool parse_config(const std::string& text, const std::string& name, Config* out, std::string* err);
+
+}  // namespace softmrc::softmrcd

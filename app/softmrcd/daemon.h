@@ -1,0 +1,98 @@
+// The daemon: builds the hosted endpoints and in-process links from the
+// configuration, gives each lcore its roles, and runs the control thread on
+// the main lcore (the prompt, the periodic log, signals, shutdown).
+//
+// The lcore model: every endpoint and every link is a role that one lcore
+// owns; an lcore runs all of its roles in turn, in one loop, so one lcore
+// may carry everything (a 2-core machine) or each endpoint may have its
+// own. Roles share nothing but rings (the ports' and the commands') and
+// the Phase; the control thread and telemetry read Published snapshots.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "softmrcd/clock.h"
+#include "softmrcd/config.h"
+#include "softmrcd/endpoint_task.h"
+#include "softmrcd/fabric.h"
+#include "softmrcd/linerate.h"
+#include "softmrcd/options.h"
+
+namespace softmrc::softmrcd {
+
+class Prompt;
+
+class Daemon {
+ public:
+  Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+  ~Daemon();
+
+  // After rte_eal_init. On failure *err is "<key>: <problem>".
+  bool setup(const Config& cfg, const Options& opt, std::string* err);
+  // Runs until the traffic is done, a signal, or 'quit'; the exit status.
+  int run();
+  void teardown();
+
+  // The control thread and telemetry threads.
+  const Config& config() const { return cfg_; }
+  std::vector<std::unique_ptr<EndpointTask>>& endpoints() { return endpoints_; }
+  std::vector<std::unique_ptr<Link>>& links() { return links_; }
+  EndpointTask* find_endpoint(const std::string& name);
+  Phase phase() const { return phase_.load(std::memory_order_acquire); }
+  // Every endpoint's snapshot, newest copies (the control thread's view).
+  std::vector<EndpointSnapshot> snapshots();
+
+  // The prompt's commands.
+  void start_traffic();
+  void stop_traffic();
+  void request_stop(const char* why);
+  void clear_stats();
+
+  // From the signal handler: only raises a flag.
+  static void on_signal(int sig);
+
+ private:
+  struct LcoreRoles {
+    Daemon* daemon = nullptr;
+    std::vector<EndpointTask*> endpoints;
+    std::vector<Link*> links;
+  };
+
+  static int lcore_main(void* arg);
+  bool assign_lcores(std::string* err);
+  bool setup_traffic(std::string* err);
+  bool broadcast(const Command& c);
+  void control_step(uint64_t now);
+  void measure_linerate(uint64_t now);
+  void log_status(uint64_t now);
+  int summarize(uint64_t now);
+
+  Config cfg_;
+  Options opt_;
+  Clock clock_;
+  std::atomic<Phase> phase_{Phase::kRun};
+  std::vector<std::unique_ptr<EndpointTask>> endpoints_;
+  std::vector<std::unique_ptr<Link>> links_;
+  std::vector<LcoreRoles> roles_;  // by lcore id
+  std::unique_ptr<Prompt> prompt_;
+  std::unique_ptr<Linerate> linerate_;
+  uint64_t linerate_t0_ns_ = 0;  // the measured interval's start (snapshot time)
+  uint64_t linerate_packets0_ = 0;
+
+  std::string stop_reason_;
+  uint64_t started_ns_ = 0;
+  uint64_t stop_at_ns_ = 0;  // when draining began
+  uint64_t phase_deadline_ns_ = 0;
+  uint64_t next_log_ns_ = 0;
+  uint64_t log_interval_ns_ = 0;
+  uint64_t last_log_ns_ = 0;
+  std::vector<EndpointSnapshot> last_log_;  // the previous log line's counters
+};
+
+}  // namespace softmrc::softmrcd

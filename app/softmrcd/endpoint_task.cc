@@ -1,0 +1,453 @@
+// One hosted endpoint and its lcore pass (see endpoint_task.h).
+#include "softmrcd/endpoint_task.h"
+
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_prefetch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+namespace softmrc::softmrcd {
+
+namespace {
+
+constexpr unsigned kCommandRing = 64;
+
+std::string plane_key(const EndpointSpec& e, uint32_t plane) {
+  return e.key + ".planes[" + std::to_string(plane) + "]";
+}
+
+}  // namespace
+
+EndpointTask::~EndpointTask() {
+  close();
+}
+
+bool EndpointTask::setup(const Config& cfg, uint32_t index, const std::vector<uint16_t>& link_ports,
+                         const Clock* clock, const std::atomic<Phase>* phase, std::string* err) {
+  cfg_ = &cfg;
+  clock_ = clock;
+  phase_ = phase;
+  index_ = index;
+  const EndpointSpec& spec = cfg.endpoints[index];
+  name_ = spec.name;
+  lcore_ = spec.lcore;
+  max_frame_ = max_frame_bytes(cfg.path_mtu);
+  scratch_.resize(max_frame_);
+  const int socket = static_cast<int>(rte_socket_id());
+
+  // Frames are built in the TX pool; device ports receive into the RX
+  // pool (ring ports of a link pass the peer's TX mbufs instead).
+  const std::string pool_name = "smrcd_ep" + std::to_string(index);
+  const uint32_t data_room = RTE_PKTMBUF_HEADROOM + max_frame_;
+  const auto make_pool = [&](const std::string& suffix, uint32_t n, uint32_t room) {
+    rte_mempool* mp = rte_pktmbuf_pool_create((pool_name + suffix).c_str(), n, cfg.mbuf_cache, 0,
+                                              static_cast<uint16_t>(room), socket);
+    if (mp == nullptr)
+      *err = "mempool.mbufs: cannot allocate " + std::to_string(n) + " mbufs of " +
+             std::to_string(room) + " bytes for endpoint '" + name_ +
+             "': " + rte_strerror(rte_errno) + " (give the EAL more memory with -m)";
+    return mp;
+  };
+  if ((tx_pool_ = make_pool("_tx", cfg.mbufs, data_room)) == nullptr) return false;
+  if (link_ports.empty() && (rx_pool_ = make_pool("_rx", rx_pool_size(cfg), data_room)) == nullptr)
+    return false;
+  if (cfg.tx_payload == TxPayload::kExtbuf &&
+      (attach_pool_ = make_pool("_x", cfg.mbufs, 0)) == nullptr)
+    return false;
+  const std::string ring_name = "smrcd_cmd" + std::to_string(index);
+  commands_ =
+      rte_ring_create_elem(ring_name.c_str(), sizeof(Command), kCommandRing, socket, RING_F_SC_DEQ);
+  if (commands_ == nullptr) {
+    *err = "cannot create the command ring of endpoint '" + name_ + "'";
+    return false;
+  }
+
+  planes_.resize(spec.planes.size());
+  std::vector<wire::MacAddr> macs(planes_.size());
+  for (uint32_t p = 0; p < planes_.size(); ++p) {
+    const std::string key = plane_key(spec, p);
+    uint16_t port_id = 0;
+    if (!link_ports.empty()) {
+      port_id = link_ports[p];
+    } else if (!port::EthdevPort::attach(spec.planes[p].port, &port_id, err)) {
+      *err = key + ".port: " + *err;
+      return false;
+    }
+    if (cfg.tx_payload == TxPayload::kExtbuf && !port::EthdevPort::can_multi_seg(port_id)) {
+      *err = key + ".port: tx_payload extbuf needs multi-segment TX, which '" +
+             spec.planes[p].port + "' does not offer (use tx_payload: copy)";
+      return false;
+    }
+    port::EthdevPortConfig pc;
+    pc.rx_desc = cfg.rx_desc;
+    pc.tx_desc = cfg.tx_desc;
+    pc.mtu = max_frame_ - static_cast<uint32_t>(sizeof(wire::EthHdr));
+    pc.rx_pool = rx_pool_ != nullptr ? rx_pool_ : tx_pool_;
+    pc.tx_multi_seg = cfg.tx_payload == TxPayload::kExtbuf;
+    pc.tx_fast_free = cfg.tx_payload == TxPayload::kCopy;
+    pc.link_poll_us = cfg.link_poll_us;
+    planes_[p].port = std::make_unique<port::EthdevPort>();
+    port::EthdevPort& port = *planes_[p].port;
+    if (!port.open(port_id, pc, err)) {
+      *err = key + ".port: " + *err;
+      return false;
+    }
+    if (spec.planes[p].has_mac) {
+      rte_ether_addr a;
+      std::memcpy(a.addr_bytes, spec.planes[p].mac.bytes, 6);
+      if (!port.use_mac(a)) {
+        *err = key + ".mac: port " + port.name() + " takes neither this MAC nor promiscuous mode";
+        return false;
+      }
+      macs[p] = spec.planes[p].mac;
+    } else {
+      const rte_ether_addr a = port.mac();
+      std::memcpy(macs[p].bytes, a.addr_bytes, 6);
+    }
+  }
+
+  engine::EndpointConfig ec;
+  ec.num_planes = static_cast<uint8_t>(planes_.size());
+  ec.max_qps = cfg.limits.max_qps;
+  ec.max_regions = cfg.limits.max_regions;
+  ec.qp.max_mpr = cfg.limits.max_mpr;
+  ec.qp.max_wimm = cfg.limits.max_wimm;
+  ec.qp.max_send_wr = cfg.limits.max_send_wr;
+  ec.qp.max_recv_wr = cfg.limits.max_recv_wr;
+  if (engine::Status st = ep_.init(ec); !st.ok()) {
+    *err = "limits: " + std::string(st.reason());
+    return false;
+  }
+  txgen_.init(cfg.limits.max_qps);
+  return framer_.init(cfg, index, macs, tx_pool_, attach_pool_, err);
+}
+
+bool EndpointTask::alloc_region(size_t bytes, uint8_t** buf, uint32_t* key, std::string* err) {
+  void* mem = rte_malloc_socket("smrcd_region", bytes, RTE_CACHE_LINE_SIZE,
+                                static_cast<int>(rte_socket_id()));
+  if (mem == nullptr) {
+    *err = "cannot allocate " + std::to_string(bytes >> 20) + " MiB of registered memory on '" +
+           name_ + "' (give the EAL more memory with -m)";
+    return false;
+  }
+  regions_.push_back(mem);
+  *buf = static_cast<uint8_t*>(mem);
+  std::memset(mem, 0, bytes);
+  engine::Region r;
+  r.va = reinterpret_cast<uint64_t>(mem);
+  r.length = bytes;
+  r.host = *buf;
+  r.access = engine::kAccessLocalWrite | engine::kAccessRemoteWrite;
+  if (engine::Status st = ep_.register_region(r, key); !st.ok()) {
+    *err = "register_region on '" + name_ + "': " + st.reason() + " (raise limits.max_regions)";
+    return false;
+  }
+  return framer_.add_extbuf_region(*buf, bytes, err);
+}
+
+bool EndpointTask::add_receiver(const Txgen::ReceiverSetup& r, std::string* err) {
+  if (engine::Status st = txgen_.add_receiver(r, ep_); !st.ok()) {
+    *err = "endpoint '" + name_ + "': post_recv: " + st.reason() + " (raise limits.max_recv_wr)";
+    return false;
+  }
+  return true;
+}
+
+bool EndpointTask::create_qp(uint32_t* qpn, std::string* err) {
+  if (engine::Status st = ep_.create_qp(qpn); !st.ok()) {
+    *err = "endpoint '" + name_ + "': " + st.reason() + " (raise limits.max_qps)";
+    return false;
+  }
+  qpns_.push_back(*qpn);
+  return true;
+}
+
+bool EndpointTask::connect(uint32_t qpn, uint32_t peer, uint32_t dest_qpn, std::string* err) {
+  const Config& c = *cfg_;
+  const EvProfileSpec& evp = c.ev_profiles[c.qp.ev_profile];
+  const std::vector<engine::EvEntry> evs =
+      ev_entries(evp, num_planes(), c.endpoints[index_].ev_mode);
+  engine::QpAttr a;
+  a.evs = evs;
+  a.ev_config.min_active = evp.min_active;
+  a.ev_config.policy = evp.spray;
+  a.ev_config.probe_initial_ns = evp.probe_initial_ns;
+  a.ev_config.probe_max_ns = evp.probe_max_ns;
+  a.ev_config.ecn_avoid_ns = evp.ecn_avoid_ns;
+  a.ev_config.num_planes = static_cast<uint8_t>(num_planes());
+  a.cc = c.cc_profiles[c.qp.cc_profile].profile;
+  a.peer = peer;
+  a.dest_qpn = dest_qpn;
+  a.path_mtu = c.path_mtu;
+  a.mpr_dest = a.mpr = c.qp.mpr;
+  a.max_wimm_dest = a.max_wimm = c.qp.max_wimm;
+  a.timeout = c.qp.timeout;
+  a.retry_linear = c.qp.retry_linear;
+  a.retry_exp = c.qp.retry_exp;
+  if (engine::Status st = ep_.connect_qp(qpn, a, clock_->now_ns()); !st.ok()) {
+    *err = "qp: cannot connect QP " + std::to_string(qpn) + " of '" + name_ + "': " + st.reason();
+    return false;
+  }
+  return true;
+}
+
+bool EndpointTask::start(std::string* err) {
+  for (uint32_t p = 0; p < planes_.size(); ++p) {
+    if (!planes_[p].port->start(err)) return false;
+    PlaneState& s = planes_[p].state;
+    s.link_up = planes_[p].port->link_up();
+    s.engine_up = true;  // the engine starts with every plane up
+    apply_plane_state(p, "link down at start", clock_->now_ns());
+  }
+  EndpointSnapshot proto;
+  proto.plane_state.resize(planes_.size());
+  proto.planes.resize(planes_.size());
+  proto.qps.resize(qpns_.size());
+  size_t evs = 0;
+  for (uint32_t qpn : qpns_) evs += ep_.qp(qpn)->evs().size();
+  proto.evs.resize(evs);
+  snapshot_.init(proto);
+  publish(clock_->now_ns());
+  return true;
+}
+
+void EndpointTask::close() {
+  for (Plane& p : planes_) {
+    for (uint16_t i = 0; i < p.num_pending; ++i) rte_pktmbuf_free(p.pending[i]);
+    p.num_pending = 0;
+    if (p.port) p.port->close();
+  }
+  planes_.clear();
+  for (void* r : regions_) rte_free(r);
+  regions_.clear();
+  if (commands_) rte_ring_free(commands_);
+  commands_ = nullptr;
+}
+
+void EndpointTask::free_pools() {
+  rte_mempool_free(tx_pool_);
+  rte_mempool_free(rx_pool_);
+  rte_mempool_free(attach_pool_);
+  tx_pool_ = rx_pool_ = attach_pool_ = nullptr;
+}
+
+bool EndpointTask::command(const Command& c) {
+  Command copy = c;  // DPDK takes a non-const table
+  return rte_ring_mp_enqueue_elem(commands_, &copy, sizeof(copy)) == 0;
+}
+
+void EndpointTask::poll(uint64_t tsc) {
+  const uint64_t now = clock_->ns(tsc);
+  const Phase phase = phase_->load(std::memory_order_acquire);
+  if (phase != seen_phase_) on_phase(phase, now);
+  if (rte_ring_count(commands_) != 0) run_commands(now);
+  for (uint32_t p = 0; p < planes_.size(); ++p) {
+    Plane& pl = planes_[p];
+    if (!pl.port->poll_link(tsc)) continue;
+    pl.state.link_up = pl.port->link_up();
+    ++pl.counters.link_changes;
+    apply_plane_state(p, pl.state.link_up ? "link up" : "link down", now);
+  }
+  for (uint32_t p = 0; p < planes_.size(); ++p) receive(p, now);
+  drain_engine(now);
+  txgen_.post(ep_, now);
+  transmit(now);
+  if (now >= next_snapshot_ns_) publish(now);
+}
+
+void EndpointTask::on_phase(Phase phase, uint64_t now) {
+  if (seen_phase_ == Phase::kRun) {
+    txgen_.stop();
+    txgen_.counters().in_flight_at_stop = txgen_.in_flight();
+  }
+  seen_phase_ = phase;
+  if (phase == Phase::kFlush) {
+    engine::QpAttr a;
+    a.state = engine::QpState::kError;
+    for (uint32_t qpn : qpns_) (void)ep_.modify_qp(qpn, a, engine::kAttrState, now);
+    drain_engine(now);
+    publish(now);
+    flushed_.store(true, std::memory_order_release);
+  }
+}
+
+void EndpointTask::run_commands(uint64_t now) {
+  Command c;
+  while (rte_ring_sc_dequeue_elem(commands_, &c, sizeof(c)) == 0) {
+    switch (c.type) {
+      case CommandType::kStart:
+        txgen_.start(now);
+        break;
+      case CommandType::kStop:
+        txgen_.stop();
+        break;
+      case CommandType::kPlaneAdmin:
+        if (c.plane < planes_.size()) {
+          planes_[c.plane].state.admin_up = c.up;
+          apply_plane_state(c.plane, c.up ? "set up" : "set down", now);
+        }
+        break;
+      case CommandType::kClearStats:
+        for (Plane& p : planes_) p.counters = PlaneCounters{};
+        drops_ = DropCounters{};
+        break;
+    }
+  }
+  publish(now);
+}
+
+// The engine uses a plane while its port's link is up and no operator took
+// it down; a change takes its EVs out of (or back into) use at once.
+void EndpointTask::apply_plane_state(uint32_t plane, const char* why, uint64_t now) {
+  PlaneState& s = planes_[plane].state;
+  const bool up = s.link_up && s.admin_up;
+  if (up == s.engine_up) return;
+  s.engine_up = up;
+  ep_.set_plane_up(static_cast<uint8_t>(plane), up, now);
+  std::printf("softmrcd: t=%.3fs %s plane %u %s (%s)\n", now / 1e9, name_.c_str(), plane,
+              up ? "up" : "down", why);
+  std::fflush(stdout);
+}
+
+void EndpointTask::receive(uint32_t plane, uint64_t now) {
+  rte_mbuf* pkts[kBurst];
+  const uint16_t n = planes_[plane].port->rx_burst(pkts, kBurst);
+  if (n == 0) return;
+  for (uint16_t i = 0; i < n; ++i) {
+    if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
+    handle_rx(pkts[i], plane, now);
+  }
+  rte_pktmbuf_free_bulk(pkts, n);
+}
+
+void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {
+  const uint32_t len = m->pkt_len;
+  if (len > max_frame_) {
+    ++drops_.other[size_t(Drop::kRxTooLong)];
+    return;
+  }
+  const void* frame = m->nb_segs == 1 ? rte_pktmbuf_mtod(m, const void*)
+                                      : rte_pktmbuf_read(m, 0, len, scratch_.data());
+  const auto* data = static_cast<const uint8_t*>(frame);
+  const wire::ParseStatus st = wire::parse({data, len}, framer_.parse_config(), &view_);
+  if (st != wire::ParseStatus::kOk) {
+    ++drops_.parse[size_t(st)];
+    return;
+  }
+  if (!framer_.for_us(view_, static_cast<uint8_t>(plane))) {
+    ++drops_.other[size_t(Drop::kRxNotForUs)];
+    return;
+  }
+  PlaneCounters& c = planes_[plane].counters;
+  ++c.rx_packets;
+  c.rx_bytes += len;
+  const bool connectionless_probe =
+      view_.t.opcode == wire::Opcode::kProbeRequest && (view_.t.dest_qpn & wire::kQpnMask) == 0;
+  const uint32_t src_peer = connectionless_probe
+                                ? framer_.peer_of(view_, static_cast<uint8_t>(plane))
+                                : engine::kUnknownPeer;
+  ep_.on_packet(view_, static_cast<uint8_t>(plane), now, src_peer);
+}
+
+void EndpointTask::drain_engine(uint64_t) {
+  engine::Completion wc[kBurst];
+  size_t n;
+  while ((n = ep_.poll_completions(wc, kBurst)) > 0)
+    for (size_t i = 0; i < n; ++i) txgen_.on_completion(wc[i], ep_);
+  engine::Event ev[kBurst];
+  while ((n = ep_.poll_events(ev, kBurst)) > 0) {
+    for (size_t i = 0; i < n; ++i) {
+      // At shutdown the daemon moves every QP to ERROR itself.
+      if (ev[i].type != engine::EventType::kQpError || seen_phase_ == Phase::kFlush) continue;
+      std::printf("softmrcd: %s QP %u: error: %s\n", name_.c_str(), ev[i].qpn,
+                  ev[i].reason ? ev[i].reason : engine::wc_status_name(ev[i].status));
+      std::fflush(stdout);
+    }
+  }
+}
+
+bool EndpointTask::tx_room() const {
+  for (const Plane& p : planes_)
+    if (p.num_pending > kPendingMax - kBurst) return false;
+  return true;
+}
+
+void EndpointTask::flush_tx(Plane& p) {
+  if (p.num_pending == 0) return;
+  const uint16_t sent = p.port->tx_burst(p.pending, p.num_pending);
+  for (uint16_t i = 0; i < sent; ++i) p.counters.tx_bytes += p.pending[i]->pkt_len;
+  p.counters.tx_packets += sent;
+  p.num_pending -= sent;
+  if (p.num_pending > 0)
+    std::memmove(p.pending, p.pending + sent, p.num_pending * sizeof(rte_mbuf*));
+}
+
+// Backpressure: the engine is asked for packets only while every port can
+// take a full burst, so a busy port delays packets instead of losing them.
+void EndpointTask::transmit(uint64_t now) {
+  for (Plane& p : planes_) flush_tx(p);
+  for (int b = 0; b < kMaxTxBurstsPerPass && tx_room(); ++b) {
+    const size_t n = ep_.poll_tx(tx_, kBurst, now);
+    for (size_t i = 0; i < n; ++i) {
+      bool extbuf = false;
+      rte_mbuf* m = framer_.frame(tx_[i], &drops_, &extbuf);
+      if (m == nullptr) continue;
+      Plane& p = planes_[tx_[i].plane];
+      p.pending[p.num_pending++] = m;
+      p.counters.tx_extbuf += extbuf;
+    }
+    for (Plane& p : planes_) flush_tx(p);
+    if (n < kBurst) break;
+  }
+}
+
+void EndpointTask::publish(uint64_t now) {
+  EndpointSnapshot& s = snapshot_.back();
+  s.at_ns = now;
+  for (size_t p = 0; p < planes_.size(); ++p) {
+    s.plane_state[p] = planes_[p].state;
+    s.planes[p] = planes_[p].counters;
+  }
+  s.drops = drops_;
+  s.engine = ep_.counters();
+  s.txgen = txgen_.counters();
+  s.txgen.in_flight = txgen_.in_flight();
+  s.txgen_finished = txgen_.finished();
+  uint32_t ev_index = 0;
+  s.num_qps = 0;
+  for (uint32_t qpn : qpns_) {
+    const engine::Qp* q = ep_.qp(qpn);
+    if (q == nullptr) continue;
+    QpStats& qs = s.qps[s.num_qps++];
+    qs.qpn = qpn;
+    qs.state = q->state();
+    qs.peer = q->attr().peer;
+    qs.dest_qpn = q->attr().dest_qpn;
+    qs.counters = q->counters();
+    qs.cc = q->cc().counters();
+    qs.cwnd_bytes = q->cc().cwnd_bytes();
+    qs.inflight_bytes = q->inflight_bytes();
+    qs.snd_una = q->snd_una();
+    qs.snd_nxt = q->snd_nxt();
+    qs.epsn = q->epsn();
+    qs.srtt_ns = q->srtt_ns();
+    qs.rtt_max_ns = q->rtt_max_ns();
+    const engine::EvSet& evs = q->evs();
+    qs.first_ev = ev_index;
+    qs.num_evs = std::min<uint32_t>(evs.size(), static_cast<uint32_t>(s.evs.size()) - ev_index);
+    qs.usable_evs = evs.usable_count();
+    for (uint32_t e = 0; e < qs.num_evs; ++e) {
+      EvStats& es = s.evs[ev_index++];
+      es.plane = evs.entry(e).plane;
+      es.state = evs.state(e);
+      es.counters = evs.counters(e);
+    }
+  }
+  snapshot_.publish();
+  next_snapshot_ns_ = now + cfg_->snapshot_ms * 1'000'000;
+}
+
+}  // namespace softmrc::softmrcd

@@ -1,0 +1,145 @@
+// One endpoint this process hosts: its engine (QPs, EVs, registered
+// memory), one port per plane, the framer, its half of the traffic
+// generator's flows, and its counters. The lcore that owns it calls poll()
+// in a loop; one pass is
+//
+//   commands -> link changes -> RX bursts -> wire::parse -> engine.on_packet
+//   -> completions and events -> txgen posts -> engine.poll_tx -> framer
+//   -> TX bursts -> (every stats.snapshot_ms) a snapshot
+//
+// with time from the TSC, no locks and no allocation. Everything else
+// reaches the lcore as a Command through a ring, and leaves it through the
+// Published snapshot.
+#pragma once
+
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/endpoint.h"
+#include "port/ethdev/ethdev_port.h"
+#include "softmrcd/clock.h"
+#include "softmrcd/config.h"
+#include "softmrcd/framer.h"
+#include "softmrcd/published.h"
+#include "softmrcd/stats.h"
+#include "softmrcd/txgen.h"
+
+namespace softmrc::softmrcd {
+
+// The daemon's life, as every lcore sees it.
+enum class Phase : uint8_t {
+  kRun,
+  kDrain,  // no new work: what is in flight may still complete
+  kFlush,  // every QP to ERROR: what is left completes as flushed
+  kExit,   // lcores return
+};
+
+enum class CommandType : uint8_t { kStart, kStop, kPlaneAdmin, kClearStats };
+
+struct Command {
+  CommandType type = CommandType::kStart;
+  uint8_t plane = 0;
+  bool up = false;
+  uint8_t reserved[5] = {};
+};
+static_assert(sizeof(Command) == 8);
+
+class EndpointTask {
+ public:
+  EndpointTask() = default;
+  EndpointTask(const EndpointTask&) = delete;
+  EndpointTask& operator=(const EndpointTask&) = delete;
+  ~EndpointTask();
+
+  // Control thread, before the lcores start. `link_ports` are the plane
+  // ports of the endpoint's link (empty: open the configured devices).
+  bool setup(const Config& cfg, uint32_t index, const std::vector<uint16_t>& link_ports,
+             const Clock* clock, const std::atomic<Phase>* phase, std::string* err);
+  // Registered memory for the traffic generator, from the EAL's memory.
+  bool alloc_region(size_t bytes, uint8_t** buf, uint32_t* key, std::string* err);
+  bool create_qp(uint32_t* qpn, std::string* err);
+  bool connect(uint32_t qpn, uint32_t peer, uint32_t dest_qpn, std::string* err);
+  Txgen& txgen() { return txgen_; }
+  bool add_receiver(const Txgen::ReceiverSetup& r, std::string* err);
+  bool start(std::string* err);  // ports up; sizes the snapshot for the QPs created
+  void close();                  // after the lcores stopped
+  // After every endpoint and link closed: no mbuf of the pools is in use.
+  void free_pools();
+  rte_mempool* rx_pool() const { return rx_pool_; }
+
+  // The owning lcore.
+  void poll(uint64_t tsc);
+
+  // Any thread.
+  bool command(const Command& c);
+  Published<EndpointSnapshot>& snapshot() { return snapshot_; }
+  bool flushed() const { return flushed_.load(std::memory_order_acquire); }
+
+  // Fixed after setup.
+  const std::string& name() const { return name_; }
+  uint32_t index() const { return index_; }
+  int lcore() const { return lcore_; }
+  void set_lcore(int lcore) { lcore_ = lcore; }
+  uint32_t num_planes() const { return static_cast<uint32_t>(planes_.size()); }
+  port::EthdevPort& port(uint32_t plane) { return *planes_[plane].port; }
+
+ private:
+  static constexpr uint16_t kBurst = 32;
+  static constexpr uint16_t kPendingMax = 2 * kBurst;
+  static constexpr int kMaxTxBurstsPerPass = 4;
+
+  struct Plane {
+    std::unique_ptr<port::EthdevPort> port;
+    PlaneState state;
+    PlaneCounters counters;
+    rte_mbuf* pending[kPendingMax];  // framed, not yet taken by the port
+    uint16_t num_pending = 0;
+  };
+
+  void on_phase(Phase phase, uint64_t now);
+  void run_commands(uint64_t now);
+  void apply_plane_state(uint32_t plane, const char* why, uint64_t now);
+  void receive(uint32_t plane, uint64_t now);
+  void handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now);
+  void drain_engine(uint64_t now);
+  void transmit(uint64_t now);
+  void flush_tx(Plane& p);
+  bool tx_room() const;
+  void publish(uint64_t now);
+
+  const Config* cfg_ = nullptr;
+  const Clock* clock_ = nullptr;
+  const std::atomic<Phase>* phase_ = nullptr;
+  Phase seen_phase_ = Phase::kRun;
+  std::string name_;
+  uint32_t index_ = 0;
+  int lcore_ = kAnyLcore;
+  uint32_t max_frame_ = 0;
+
+  engine::Endpoint ep_;
+  Framer framer_;
+  Txgen txgen_;
+  std::vector<Plane> planes_;
+  rte_mempool* tx_pool_ = nullptr;
+  rte_mempool* rx_pool_ = nullptr;      // device ports only
+  rte_mempool* attach_pool_ = nullptr;  // tx_payload extbuf only
+  rte_ring* commands_ = nullptr;
+  std::vector<void*> regions_;  // rte_malloc'd
+  std::vector<uint32_t> qpns_;
+
+  DropCounters drops_;
+  wire::PacketView view_;
+  std::vector<uint8_t> scratch_;  // a chained frame, made contiguous for parse
+  engine::TxPacket tx_[kBurst];
+  uint64_t next_snapshot_ns_ = 0;
+  Published<EndpointSnapshot> snapshot_;
+  std::atomic<bool> flushed_{false};
+};
+
+}  // namespace softmrc::softmrcd

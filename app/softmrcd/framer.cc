@@ -1,0 +1,193 @@
+// The framer (see framer.h).
+#include "softmrcd/framer.h"
+
+#include <rte_malloc.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace softmrc::softmrcd {
+
+namespace {
+
+// Registered memory outlives every mbuf that points into it; the daemon
+// holds one reference per region, so this is never called.
+void keep_region(void*, void*) {}
+
+}  // namespace
+
+bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacAddr>& macs,
+                  rte_mempool* pool, rte_mempool* attach_pool, std::string* err) {
+  const EndpointSpec& me = cfg.endpoints[self];
+  self_ = self;
+  num_planes_ = cfg.num_planes();
+  num_peers_ = static_cast<uint32_t>(cfg.endpoints.size());
+  pool_ = pool;
+  attach_pool_ = attach_pool;
+  extbuf_ = cfg.tx_payload == TxPayload::kExtbuf;
+  ev_mode_ = me.ev_mode;
+  parse_cfg_.ev_mode = me.ev_mode;
+  parse_cfg_.verify_icrc = cfg.rx_verify_icrc;
+  ip_len_ = me.planes[0].ip_version == wire::IpVersion::kV4 ? 4 : 16;
+
+  frames_.assign(size_t{num_peers_} * num_planes_, wire::FrameSpec{});
+  has_frame_.assign(frames_.size(), false);
+  peer_ip_.assign(frames_.size(), {});
+  own_ip_.assign(num_planes_, {});
+  for (uint32_t plane = 0; plane < num_planes_; ++plane)
+    std::memcpy(own_ip_[plane].data(), me.planes[plane].ip, 16);
+  for (uint32_t peer = 0; peer < num_peers_; ++peer) {
+    const EndpointSpec& other = cfg.endpoints[peer];
+    for (uint32_t plane = 0; plane < num_planes_; ++plane) {
+      const size_t i = size_t{peer} * num_planes_ + plane;
+      std::memcpy(peer_ip_[i].data(), other.planes[plane].ip, 16);
+      if (peer == self || !other.planes[plane].has_mac) continue;
+      wire::FrameSpec& f = frames_[i];
+      f.src_mac = macs[plane];
+      f.dst_mac = other.planes[plane].mac;
+      f.ip_version = me.planes[plane].ip_version;
+      std::memcpy(f.src_ip, me.planes[plane].ip, 16);
+      std::memcpy(f.dst_ip, other.planes[plane].ip, 16);
+      f.ev_mode = me.ev_mode;
+      has_frame_[i] = true;
+    }
+  }
+  const std::vector<engine::EvEntry> evs =
+      ev_entries(cfg.ev_profiles[cfg.qp.ev_profile], num_planes_, me.ev_mode);
+  default_ev_.assign(num_planes_, wire::WireEv{});
+  for (auto it = evs.rbegin(); it != evs.rend(); ++it) default_ev_[it->plane] = it->value;
+  if (extbuf_ && attach_pool_ == nullptr) {
+    *err = "tx_payload extbuf needs a pool for external-buffer mbufs";
+    return false;
+  }
+  return true;
+}
+
+bool Framer::add_extbuf_region(const uint8_t* base, size_t len, std::string* err) {
+  if (!extbuf_) return true;
+  auto shinfo = std::make_unique<rte_mbuf_ext_shared_info>();
+  shinfo->free_cb = keep_region;
+  shinfo->fcb_opaque = nullptr;
+  rte_mbuf_ext_refcnt_set(shinfo.get(), 1);  // the daemon's own reference
+  const ExtRegion r{base, base + len, shinfo.get()};
+  for (const ExtRegion& o : regions_)
+    if (r.base < o.end && o.base < r.end) {
+      *err = "extbuf regions overlap";
+      return false;
+    }
+  regions_.insert(
+      std::upper_bound(regions_.begin(), regions_.end(), r,
+                       [](const ExtRegion& a, const ExtRegion& b) { return a.base < b.base; }),
+      r);
+  shinfos_.push_back(std::move(shinfo));
+  return true;
+}
+
+const Framer::ExtRegion* Framer::find_region(const uint8_t* p, uint32_t len) const {
+  auto it = std::upper_bound(regions_.begin(), regions_.end(), p,
+                             [](const uint8_t* q, const ExtRegion& r) { return q < r.base; });
+  if (it == regions_.begin()) return nullptr;
+  --it;
+  return p + len <= it->end ? &*it : nullptr;
+}
+
+rte_mbuf* Framer::frame(const engine::TxPacket& p, DropCounters* drops, bool* extbuf) {
+  *extbuf = false;
+  const size_t i = size_t{p.peer} * num_planes_ + p.plane;
+  if (p.peer >= num_peers_ || p.plane >= num_planes_ || !has_frame_[i]) {
+    ++drops->other[size_t(Drop::kTxNoPeer)];
+    return nullptr;
+  }
+  const wire::FrameSpec& f = frames_[i];
+  const wire::WireEv& ev = p.ev == engine::kNoEv ? default_ev_[p.plane] : *p.wire_ev;
+  const wire::DscpConfig& dscp = parse_cfg_.dscp;
+  const wire::TxMarking mark = p.is_data ? wire::TxMarking{dscp.trimmable, wire::kEcnEct0}
+                                         : wire::TxMarking{dscp.control, wire::kEcnNotEct};
+  if (extbuf_ && p.payload_len > 0) {
+    if (const ExtRegion* r = find_region(p.payload, p.payload_len)) {
+      *extbuf = true;
+      return frame_extbuf(f, ev, mark, p, *r, drops);
+    }
+  }
+  return frame_copy(f, ev, mark, p, drops);
+}
+
+rte_mbuf* Framer::frame_copy(const wire::FrameSpec& f, const wire::WireEv& ev, wire::TxMarking mark,
+                             const engine::TxPacket& p, DropCounters* drops) {
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  if (m == nullptr) {
+    ++drops->other[size_t(Drop::kTxNoMbuf)];
+    return nullptr;
+  }
+  const std::span<uint8_t> room(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_tailroom(m));
+  const size_t len = wire::build_packet(f, ev, mark, p.t, {p.payload, p.payload_len}, room);
+  if (len == 0) {
+    rte_pktmbuf_free(m);
+    ++drops->other[size_t(Drop::kTxBuild)];
+    return nullptr;
+  }
+  m->data_len = static_cast<uint16_t>(len);
+  m->pkt_len = static_cast<uint32_t>(len);
+  return m;
+}
+
+// Headers | payload in place | ICRC: three segments, so that nothing is
+// written into registered memory.
+rte_mbuf* Framer::frame_extbuf(const wire::FrameSpec& f, const wire::WireEv& ev,
+                               wire::TxMarking mark, const engine::TxPacket& p, const ExtRegion& r,
+                               DropCounters* drops) {
+  rte_mbuf* seg[3];
+  if (rte_pktmbuf_alloc_bulk(pool_, seg, 1) != 0 ||
+      rte_pktmbuf_alloc_bulk(attach_pool_, seg + 1, 1) != 0) {
+    ++drops->other[size_t(Drop::kTxNoMbuf)];
+    return nullptr;
+  }
+  if (rte_pktmbuf_alloc_bulk(pool_, seg + 2, 1) != 0) {
+    rte_pktmbuf_free(seg[0]);
+    rte_pktmbuf_free(seg[1]);
+    ++drops->other[size_t(Drop::kTxNoMbuf)];
+    return nullptr;
+  }
+  rte_mbuf* hdr = seg[0];
+  const std::span<uint8_t> room(rte_pktmbuf_mtod(hdr, uint8_t*), rte_pktmbuf_tailroom(hdr));
+  const size_t hlen = wire::build_headers(f, ev, mark, p.t, p.payload_len, room);
+  if (hlen == 0) {
+    for (rte_mbuf* s : seg) rte_pktmbuf_free(s);
+    ++drops->other[size_t(Drop::kTxBuild)];
+    return nullptr;
+  }
+  hdr->data_len = static_cast<uint16_t>(hlen);
+  const uint32_t icrc = wire::packet_icrc(room.first(hlen), {p.payload, p.payload_len}, ev_mode_);
+
+  rte_mbuf* body = seg[1];
+  uint8_t* payload = const_cast<uint8_t*>(p.payload);  // DPDK's type; nothing writes through it
+  const rte_iova_t iova = rte_eal_iova_mode() == RTE_IOVA_VA ? reinterpret_cast<rte_iova_t>(payload)
+                                                             : rte_mem_virt2iova(payload);
+  rte_mbuf_ext_refcnt_update(r.shinfo, 1);
+  rte_pktmbuf_attach_extbuf(body, payload, iova, static_cast<uint16_t>(p.payload_len), r.shinfo);
+  body->data_len = static_cast<uint16_t>(p.payload_len);
+
+  rte_mbuf* tail = seg[2];
+  wire::store_icrc(icrc, rte_pktmbuf_mtod(tail, uint8_t*));
+  tail->data_len = wire::kIcrcLen;
+
+  hdr->next = body;
+  body->next = tail;
+  hdr->nb_segs = 3;
+  hdr->pkt_len = static_cast<uint32_t>(hlen + p.payload_len + wire::kIcrcLen);
+  return hdr;
+}
+
+bool Framer::for_us(const wire::PacketView& v, uint8_t plane) const {
+  return std::memcmp(v.dst_ip, own_ip_[plane].data(), ip_len_) == 0;
+}
+
+uint32_t Framer::peer_of(const wire::PacketView& v, uint8_t plane) const {
+  for (uint32_t peer = 0; peer < num_peers_; ++peer)
+    if (peer != self_ &&
+        std::memcmp(v.src_ip, peer_ip_[size_t{peer} * num_planes_ + plane].data(), ip_len_) == 0)
+      return peer;
+  return engine::kUnknownPeer;
+}
+
+}  // namespace softmrc::softmrcd

@@ -1,0 +1,78 @@
+// The framer: everything about addresses. It holds one wire::FrameSpec per
+// (peer, plane), built from the configuration, and turns the engine's
+// TxPackets into mbufs; on receive it checks that a packet is addressed to
+// the plane's IP and names the peer that sent a connectionless probe.
+//
+// Payload: copied into the frame's mbuf (tx_payload: copy), or sent in
+// place from registered memory (tx_payload: extbuf) as a chain of the
+// headers, an external-buffer mbuf over the payload and the ICRC. A
+// payload outside every extbuf region is copied.
+//
+// Owned by the endpoint's lcore, except add_extbuf_region() (setup).
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/endpoint.h"
+#include "softmrcd/config.h"
+#include "softmrcd/stats.h"
+#include "wire/packet.h"
+
+namespace softmrc::softmrcd {
+
+class Framer {
+ public:
+  // Frames from endpoint `self` of `cfg` to every other endpoint. `macs`
+  // gives the MAC of each of self's planes (its config, or its port's).
+  bool init(const Config& cfg, uint32_t self, const std::vector<wire::MacAddr>& macs,
+            rte_mempool* pool, rte_mempool* attach_pool, std::string* err);
+  // Memory whose payload may be sent in place (extbuf mode only).
+  bool add_extbuf_region(const uint8_t* base, size_t len, std::string* err);
+
+  // The frame of `p`, or nullptr (counted in `drops`).
+  rte_mbuf* frame(const engine::TxPacket& p, DropCounters* drops, bool* extbuf);
+
+  const wire::ParseConfig& parse_config() const { return parse_cfg_; }
+  // Whether a parsed packet is addressed to this endpoint's IP on `plane`.
+  bool for_us(const wire::PacketView& v, uint8_t plane) const;
+  // The peer whose IP on `plane` sent `v`; engine::kUnknownPeer if none.
+  uint32_t peer_of(const wire::PacketView& v, uint8_t plane) const;
+
+ private:
+  struct ExtRegion {
+    const uint8_t* base;
+    const uint8_t* end;
+    rte_mbuf_ext_shared_info* shinfo;
+  };
+
+  const ExtRegion* find_region(const uint8_t* p, uint32_t len) const;
+  rte_mbuf* frame_copy(const wire::FrameSpec& f, const wire::WireEv& ev, wire::TxMarking mark,
+                       const engine::TxPacket& p, DropCounters* drops);
+  rte_mbuf* frame_extbuf(const wire::FrameSpec& f, const wire::WireEv& ev, wire::TxMarking mark,
+                         const engine::TxPacket& p, const ExtRegion& r, DropCounters* drops);
+
+  uint32_t num_planes_ = 0;
+  uint32_t num_peers_ = 0;
+  uint32_t self_ = 0;
+  std::vector<wire::FrameSpec> frames_;  // [peer * num_planes_ + plane]
+  std::vector<bool> has_frame_;
+  std::vector<wire::WireEv> default_ev_;          // per plane: the path of connectionless replies
+  std::vector<std::array<uint8_t, 16>> own_ip_;   // per plane
+  std::vector<std::array<uint8_t, 16>> peer_ip_;  // [peer * num_planes_ + plane]
+  size_t ip_len_ = 16;
+  wire::ParseConfig parse_cfg_;
+  wire::EvMode ev_mode_ = wire::EvMode::kUdp;
+  rte_mempool* pool_ = nullptr;
+  rte_mempool* attach_pool_ = nullptr;
+  bool extbuf_ = false;
+  std::vector<ExtRegion> regions_;  // sorted by base
+  std::vector<std::unique_ptr<rte_mbuf_ext_shared_info>> shinfos_;
+};
+
+}  // namespace softmrc::softmrcd

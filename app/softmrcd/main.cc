@@ -1,0 +1,85 @@
+// softmrcd: the MRC endpoint as a DPDK process.
+//
+//   softmrcd [EAL options] -- --config FILE [-i] [--log-interval-ms N]
+//
+// The configuration is read and checked before the EAL starts, so a bad
+// file costs no EAL setup; then the daemon builds the endpoints, links and
+// traffic, runs until its traffic is done or it is told to stop, and prints
+// a summary. Exit status: 0 clean, 1 a transfer failed, 2 bad usage.
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_pdump.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "softmrcd/config.h"
+#include "softmrcd/daemon.h"
+#include "softmrcd/options.h"
+#include "softmrcd/telemetry.h"
+
+namespace {
+
+using namespace softmrc::softmrcd;
+
+constexpr int kExitUsage = 2;
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "softmrcd: %s\n", msg.c_str());
+  return kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // EAL options before "--", softmrcd's after it.
+  int split = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--") == 0) {
+      split = i;
+      break;
+    }
+  std::vector<char*> own{argv[0]};
+  for (int i = split + 1; i < argc; ++i) own.push_back(argv[i]);
+  if (split == argc) {
+    // No "--": only a request for help makes sense.
+    for (int i = 1; i < argc; ++i)
+      if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
+        print_usage(argv[0]);
+        return 0;
+      }
+  }
+
+  Options opt;
+  std::string err;
+  if (!parse_options(static_cast<int>(own.size()), own.data(), &opt, &err)) return usage_error(err);
+  if (opt.help) {
+    print_usage(argv[0]);
+    return 0;
+  }
+  Config cfg;
+  if (!load_config(opt.config, &cfg, &err)) return usage_error(err);
+
+  if (rte_eal_init(split, argv) < 0)
+    return usage_error(std::string("EAL initialisation failed: ") + rte_strerror(rte_errno));
+  // Lets dpdk-dumpcap and dpdk-pdump (secondary processes) capture our
+  // ports; impossible without a shared configuration (--no-shconf).
+  const bool capture = rte_pdump_init() == 0;
+  attach_telemetry(nullptr);
+  int status = kExitUsage;
+  {
+    Daemon daemon;
+    if (!daemon.setup(cfg, opt, &err)) {
+      std::fprintf(stderr, "softmrcd: %s: %s\n", cfg.path.c_str(), err.c_str());
+    } else {
+      attach_telemetry(&daemon);
+      status = daemon.run();
+      attach_telemetry(nullptr);
+    }
+  }
+  if (capture) rte_pdump_uninit();
+  rte_eal_cleanup();
+  return status;
+}

@@ -1,0 +1,105 @@
+// softmrcd's command-line options (see options.h).
+#include "softmrcd/options.h"
+
+#include <getopt.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+namespace softmrc::softmrcd {
+
+void print_usage(const char* prog) {
+  std::printf(
+      "usage: %s [EAL options] -- --config FILE [options]\n"
+      "\n"
+      "softmrcd, the MRC endpoint: poll-mode lcores carry out MRC on one DPDK port\n"
+      "per plane. EAL options (before --) are DPDK's own, e.g. -l 0-1 --no-huge -m 512\n"
+      "--vdev net_null0; the main lcore runs the control thread, so give at least one\n"
+      "more. The YAML file (docs/configuration.md) names the endpoints, their ports,\n"
+      "lcores, profiles and the traffic generator's flows.\n"
+      "\n"
+      "  -c, --config FILE        the configuration (required)\n"
+      "  -i, --interactive        a prompt (type 'help'); traffic waits for 'start'\n"
+      "      --log-interval-ms N  a status line every N ms, 0 for none\n"
+      "                           (default: the config's stats.log_interval_ms, 1000)\n"
+      "      --linerate MODE      measure the packet path on net_null ports against a\n"
+      "                           synthetic peer, print Mpps and Gb/s, and exit:\n"
+      "                           probe (header-only: probe requests in, replies out),\n"
+      "                           rx:SIZE (data in, placed, ACKs out) or tx:SIZE (data\n"
+      "                           out, ACKs in); see bench/linerate.py\n"
+      "  -h, --help               this text\n"
+      "\n"
+      "Without -i, traffic starts at once; when every flow has a message count or a\n"
+      "duration, softmrcd exits after the last one completes. SIGINT or SIGTERM stops\n"
+      "it cleanly: new work stops, in-flight work completes (or is flushed after\n"
+      "shutdown.drain_ms), then a summary.\n"
+      "\n"
+      "Counters: DPDK telemetry, commands under /softmrc/ (dpdk-telemetry.py -f <file\n"
+      "prefix>, then /softmrc/stats, /softmrc/ports, /softmrc/planes, /softmrc/qps,\n"
+      "/softmrc/qp,<endpoint>,<qpn>, /softmrc/evs,<endpoint>,<qpn>[,<first>],\n"
+      "/softmrc/drops, /softmrc/links, /softmrc/endpoints).\n"
+      "\n"
+      "Exit status: 0 clean run (every byte verified), 1 a transfer failed or a byte\n"
+      "was wrong, 2 bad options, configuration or EAL setup.\n",
+      prog);
+}
+
+bool parse_options(int argc, char** argv, Options* o, std::string* err) {
+  enum : int { kLogInterval = 256, kLinerate };
+  static const option kLong[] = {
+      {"config", required_argument, nullptr, 'c'},
+      {"interactive", no_argument, nullptr, 'i'},
+      {"log-interval-ms", required_argument, nullptr, kLogInterval},
+      {"linerate", required_argument, nullptr, kLinerate},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":c:ih", kLong, nullptr)) != -1) {
+    switch (c) {
+      case 'c':
+        o->config = optarg;
+        break;
+      case 'i':
+        o->interactive = true;
+        break;
+      case kLogInterval: {
+        char* end = nullptr;
+        errno = 0;
+        const long long v = std::strtoll(optarg, &end, 10);
+        if (*optarg == '\0' || *end != '\0' || errno != 0 || v < 0 || v > 3'600'000) {
+          *err = "--log-interval-ms: '" + std::string(optarg) + "' is not 0..3600000";
+          return false;
+        }
+        o->log_interval_ms = v;
+        break;
+      }
+      case kLinerate:
+        o->linerate = optarg;
+        break;
+      case 'h':
+        o->help = true;
+        return true;
+      case ':':
+        *err = std::string(argv[optind - 1]) + ": needs a value";
+        return false;
+      default:
+        *err = std::string(argv[optind - 1]) + ": unknown option (see --help)";
+        return false;
+    }
+  }
+  if (optind < argc) {
+    *err = std::string("unexpected argument '") + argv[optind] + "'";
+    return false;
+  }
+  if (o->config.empty()) {
+    *err = "--config: missing (softmrcd [EAL options] -- --config FILE)";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace softmrc::softmrcd

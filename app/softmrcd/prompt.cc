@@ -1,0 +1,309 @@
+// The interactive prompt (see prompt.h). Each command is a cmdline
+// instance: a result struct, its tokens and a handler, as in testpmd.
+#include "softmrcd/prompt.h"
+
+#include <cmdline.h>
+#include <cmdline_parse.h>
+#include <cmdline_parse_num.h>
+#include <cmdline_parse_string.h>
+#include <cmdline_socket.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "softmrcd/daemon.h"
+#include "softmrcd/report.h"
+
+namespace softmrc::softmrcd {
+
+namespace {
+
+Prompt* g_prompt = nullptr;  // the handlers' way back; one prompt per process
+
+constexpr size_t kLineWidth = 100;
+
+void print_report(cmdline* cl, const Report& report) {
+  if (report.empty()) cmdline_printf(cl, "(nothing)\n");
+  for (const Row& row : report) {
+    cmdline_printf(cl, "%s\n", row.name.c_str());
+    size_t width = 0;
+    for (const Field& f : row.fields) {
+      const std::string value = f.is_text ? f.text : std::to_string(f.num);
+      const size_t len = f.key.size() + value.size() + 2;
+      if (width > 0 && width + len > kLineWidth) {
+        cmdline_printf(cl, "\n");
+        width = 0;
+      }
+      cmdline_printf(cl, "%s %s=%s", width == 0 ? " " : "", f.key.c_str(), value.c_str());
+      width += len + (width == 0 ? 1 : 0);
+    }
+    cmdline_printf(cl, "\n");
+  }
+}
+
+void show(cmdline* cl, const std::string& what, const std::vector<std::string>& args) {
+  Report report;
+  std::string err;
+  if (!make_report(g_prompt->daemon(), what, args, &report, &err))
+    cmdline_printf(cl, "error: %s\n", err.c_str());
+  else
+    print_report(cl, report);
+}
+
+// show <what> [<endpoint>]
+struct ShowResult {
+  cmdline_fixed_string_t show;
+  cmdline_fixed_string_t what;
+  cmdline_fixed_string_t endpoint;
+};
+
+void on_show(void* r, cmdline* cl, void*) {
+  show(cl, static_cast<ShowResult*>(r)->what, {});
+}
+
+void on_show_endpoint(void* r, cmdline* cl, void*) {
+  const auto* res = static_cast<ShowResult*>(r);
+  show(cl, res->what, {res->endpoint});
+}
+
+cmdline_parse_token_string_t t_show = TOKEN_STRING_INITIALIZER(ShowResult, show, "show");
+cmdline_parse_token_string_t t_show_what =
+    TOKEN_STRING_INITIALIZER(ShowResult, what, "endpoints#ports#planes#qps#drops#stats#links");
+cmdline_parse_token_string_t t_show_per_endpoint =
+    TOKEN_STRING_INITIALIZER(ShowResult, what, "ports#planes#qps#drops");
+cmdline_parse_token_string_t t_show_endpoint =
+    TOKEN_STRING_INITIALIZER(ShowResult, endpoint, nullptr);
+
+cmdline_parse_inst_t cmd_show = {
+    on_show,
+    nullptr,
+    "show endpoints|ports|planes|qps|drops|stats|links",
+    {&t_show.hdr, &t_show_what.hdr, nullptr},
+};
+cmdline_parse_inst_t cmd_show_endpoint = {
+    on_show_endpoint,
+    nullptr,
+    "show ports|planes|qps|drops <endpoint>",
+    {&t_show.hdr, &t_show_per_endpoint.hdr, &t_show_endpoint.hdr, nullptr},
+};
+
+// show qp <endpoint> <qpn>, show evs <endpoint> <qpn> [<first>]
+struct ShowQpResult {
+  cmdline_fixed_string_t show;
+  cmdline_fixed_string_t what;
+  cmdline_fixed_string_t endpoint;
+  uint32_t qpn;
+  uint32_t first;
+};
+
+void on_show_qp(void* r, cmdline* cl, void*) {
+  const auto* res = static_cast<ShowQpResult*>(r);
+  show(cl, res->what, {res->endpoint, std::to_string(res->qpn)});
+}
+
+void on_show_evs_from(void* r, cmdline* cl, void*) {
+  const auto* res = static_cast<ShowQpResult*>(r);
+  show(cl, "evs", {res->endpoint, std::to_string(res->qpn), std::to_string(res->first)});
+}
+
+cmdline_parse_token_string_t t_showqp = TOKEN_STRING_INITIALIZER(ShowQpResult, show, "show");
+cmdline_parse_token_string_t t_showqp_what = TOKEN_STRING_INITIALIZER(ShowQpResult, what, "qp#evs");
+cmdline_parse_token_string_t t_showqp_evs = TOKEN_STRING_INITIALIZER(ShowQpResult, what, "evs");
+cmdline_parse_token_string_t t_showqp_endpoint =
+    TOKEN_STRING_INITIALIZER(ShowQpResult, endpoint, nullptr);
+cmdline_parse_token_num_t t_showqp_qpn = TOKEN_NUM_INITIALIZER(ShowQpResult, qpn, RTE_UINT32);
+cmdline_parse_token_num_t t_showqp_first = TOKEN_NUM_INITIALIZER(ShowQpResult, first, RTE_UINT32);
+
+cmdline_parse_inst_t cmd_show_qp = {
+    on_show_qp,
+    nullptr,
+    "show qp|evs <endpoint> <qpn>",
+    {&t_showqp.hdr, &t_showqp_what.hdr, &t_showqp_endpoint.hdr, &t_showqp_qpn.hdr, nullptr},
+};
+cmdline_parse_inst_t cmd_show_evs_from = {
+    on_show_evs_from,
+    nullptr,
+    "show evs <endpoint> <qpn> <first>",
+    {&t_showqp.hdr, &t_showqp_evs.hdr, &t_showqp_endpoint.hdr, &t_showqp_qpn.hdr,
+     &t_showqp_first.hdr, nullptr},
+};
+
+// start | stop | quit | help
+struct WordResult {
+  cmdline_fixed_string_t word;
+};
+
+void on_word(void* r, cmdline* cl, void*) {
+  const std::string w = static_cast<WordResult*>(r)->word;
+  Daemon& d = g_prompt->daemon();
+  if (w == "start") {
+    d.start_traffic();
+    cmdline_printf(cl, "traffic started\n");
+  } else if (w == "stop") {
+    d.stop_traffic();
+    cmdline_printf(cl, "traffic stopped (in-flight messages still complete)\n");
+  } else if (w == "quit") {
+    g_prompt->quit();
+  } else {
+    cmdline_printf(
+        cl,
+        "show endpoints|ports|planes|qps|drops|stats|links [<endpoint>]\n"
+        "show qp <endpoint> <qpn>             every counter of a QP\n"
+        "show evs <endpoint> <qpn> [<first>]  a QP's EVs, 32 at a time\n"
+        "start | stop                         the traffic generator\n"
+        "set plane <endpoint> <plane> up|down take a plane out of use, or back\n"
+        "set link <link> plane <plane> up|down  fail or restore an in-process link's plane\n"
+        "clear stats                          zero the plane, drop and port counters\n"
+        "quit                                 stop cleanly and exit\n");
+  }
+}
+
+cmdline_parse_token_string_t t_word =
+    TOKEN_STRING_INITIALIZER(WordResult, word, "start#stop#quit#help");
+cmdline_parse_inst_t cmd_word = {
+    on_word,
+    nullptr,
+    "start | stop | quit | help",
+    {&t_word.hdr, nullptr},
+};
+
+// clear stats
+struct ClearResult {
+  cmdline_fixed_string_t clear;
+  cmdline_fixed_string_t stats;
+};
+
+void on_clear(void*, cmdline* cl, void*) {
+  g_prompt->daemon().clear_stats();
+  cmdline_printf(cl, "stats cleared\n");
+}
+
+cmdline_parse_token_string_t t_clear = TOKEN_STRING_INITIALIZER(ClearResult, clear, "clear");
+cmdline_parse_token_string_t t_clear_stats = TOKEN_STRING_INITIALIZER(ClearResult, stats, "stats");
+cmdline_parse_inst_t cmd_clear = {
+    on_clear,
+    nullptr,
+    "clear stats",
+    {&t_clear.hdr, &t_clear_stats.hdr, nullptr},
+};
+
+// set plane <endpoint> <plane> up|down
+struct SetPlaneResult {
+  cmdline_fixed_string_t set;
+  cmdline_fixed_string_t plane_word;
+  cmdline_fixed_string_t endpoint;
+  uint32_t plane;
+  cmdline_fixed_string_t state;
+};
+
+void on_set_plane(void* r, cmdline* cl, void*) {
+  const auto* res = static_cast<SetPlaneResult*>(r);
+  EndpointTask* e = g_prompt->daemon().find_endpoint(res->endpoint);
+  if (e == nullptr) {
+    cmdline_printf(cl, "error: no endpoint named '%s'\n", res->endpoint);
+    return;
+  }
+  if (res->plane >= e->num_planes()) {
+    cmdline_printf(cl, "error: '%s' has planes 0..%u\n", res->endpoint, e->num_planes() - 1);
+    return;
+  }
+  const bool up = std::strcmp(res->state, "up") == 0;
+  Command c{CommandType::kPlaneAdmin, static_cast<uint8_t>(res->plane), up};
+  if (!e->command(c)) {
+    cmdline_printf(cl, "error: '%s' is not taking commands\n", res->endpoint);
+    return;
+  }
+  cmdline_printf(cl, "%s plane %u set %s\n", res->endpoint, res->plane, up ? "up" : "down");
+}
+
+cmdline_parse_token_string_t t_set = TOKEN_STRING_INITIALIZER(SetPlaneResult, set, "set");
+cmdline_parse_token_string_t t_set_plane =
+    TOKEN_STRING_INITIALIZER(SetPlaneResult, plane_word, "plane");
+cmdline_parse_token_string_t t_set_endpoint =
+    TOKEN_STRING_INITIALIZER(SetPlaneResult, endpoint, nullptr);
+cmdline_parse_token_num_t t_set_num = TOKEN_NUM_INITIALIZER(SetPlaneResult, plane, RTE_UINT32);
+cmdline_parse_token_string_t t_set_state =
+    TOKEN_STRING_INITIALIZER(SetPlaneResult, state, "up#down");
+cmdline_parse_inst_t cmd_set_plane = {
+    on_set_plane,
+    nullptr,
+    "set plane <endpoint> <plane> up|down",
+    {&t_set.hdr, &t_set_plane.hdr, &t_set_endpoint.hdr, &t_set_num.hdr, &t_set_state.hdr, nullptr},
+};
+
+// set link <link> plane <plane> up|down
+struct SetLinkResult {
+  cmdline_fixed_string_t set;
+  cmdline_fixed_string_t link_word;
+  uint32_t link;
+  cmdline_fixed_string_t plane_word;
+  uint32_t plane;
+  cmdline_fixed_string_t state;
+};
+
+void on_set_link(void* r, cmdline* cl, void*) {
+  const auto* res = static_cast<SetLinkResult*>(r);
+  auto& links = g_prompt->daemon().links();
+  if (res->link >= links.size()) {
+    cmdline_printf(cl, "error: there are %zu links\n", links.size());
+    return;
+  }
+  if (res->plane >= g_prompt->daemon().config().num_planes()) {
+    cmdline_printf(cl, "error: planes are 0..%u\n", g_prompt->daemon().config().num_planes() - 1);
+    return;
+  }
+  const bool up = std::strcmp(res->state, "up") == 0;
+  links[res->link]->set_plane_up(res->plane, up);
+  cmdline_printf(cl, "link %u plane %u set %s\n", res->link, res->plane, up ? "up" : "down");
+}
+
+cmdline_parse_token_string_t t_setl = TOKEN_STRING_INITIALIZER(SetLinkResult, set, "set");
+cmdline_parse_token_string_t t_setl_link =
+    TOKEN_STRING_INITIALIZER(SetLinkResult, link_word, "link");
+cmdline_parse_token_num_t t_setl_num = TOKEN_NUM_INITIALIZER(SetLinkResult, link, RTE_UINT32);
+cmdline_parse_token_string_t t_setl_plane =
+    TOKEN_STRING_INITIALIZER(SetLinkResult, plane_word, "plane");
+cmdline_parse_token_num_t t_setl_pnum = TOKEN_NUM_INITIALIZER(SetLinkResult, plane, RTE_UINT32);
+cmdline_parse_token_string_t t_setl_state =
+    TOKEN_STRING_INITIALIZER(SetLinkResult, state, "up#down");
+cmdline_parse_inst_t cmd_set_link = {
+    on_set_link,
+    nullptr,
+    "set link <link> plane <plane> up|down",
+    {&t_setl.hdr, &t_setl_link.hdr, &t_setl_num.hdr, &t_setl_plane.hdr, &t_setl_pnum.hdr,
+     &t_setl_state.hdr, nullptr},
+};
+
+cmdline_parse_ctx_t g_commands[] = {
+    &cmd_show,      &cmd_show_endpoint, &cmd_show_qp, &cmd_show_evs_from, &cmd_word, &cmd_clear,
+    &cmd_set_plane, &cmd_set_link,      nullptr,
+};
+
+}  // namespace
+
+Prompt::Prompt(Daemon& d) : d_(d) {
+  g_prompt = this;
+  cl_ = cmdline_stdin_new(g_commands, "softmrcd> ");
+}
+
+Prompt::~Prompt() {
+  if (cl_ != nullptr) cmdline_stdin_exit(cl_);
+  g_prompt = nullptr;
+}
+
+bool Prompt::poll(uint64_t timeout_ms) {
+  if (cl_ == nullptr || quit_) return false;
+  pollfd pfd{STDIN_FILENO, POLLIN, 0};
+  if (::poll(&pfd, 1, static_cast<int>(timeout_ms)) <= 0) return true;  // quiet, or a signal
+  char buf[256];
+  const ssize_t n = ::read(STDIN_FILENO, buf, sizeof(buf));
+  if (n <= 0) return false;  // end of input
+  if (cmdline_in(cl_, buf, static_cast<int>(n)) < 0) return false;
+  return !quit_;
+}
+
+}  // namespace softmrc::softmrcd

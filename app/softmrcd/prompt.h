@@ -1,0 +1,42 @@
+// The interactive prompt (softmrcd -i), on DPDK's cmdline library as in
+// testpmd. It runs on the control thread between its other duties: the
+// daemon calls poll() every few milliseconds. Commands (type 'help'):
+//
+//   show endpoints|ports|planes|qps|drops|stats|links [<endpoint>]
+//   show qp <endpoint> <qpn>          show evs <endpoint> <qpn> [<first>]
+//   start | stop                      the traffic generator
+//   set plane <endpoint> <plane> up|down
+//   set link <link> plane <plane> up|down
+//   clear stats                       quit
+#pragma once
+
+#include <cstdint>
+
+struct cmdline;
+
+namespace softmrc::softmrcd {
+
+class Daemon;
+
+class Prompt {
+ public:
+  explicit Prompt(Daemon& d);
+  ~Prompt();
+  Prompt(const Prompt&) = delete;
+  Prompt& operator=(const Prompt&) = delete;
+
+  // Waits up to `timeout_ms` for input and runs every complete command;
+  // false after 'quit' or at the end of the input.
+  bool poll(uint64_t timeout_ms);
+
+  // For the command handlers.
+  Daemon& daemon() { return d_; }
+  void quit() { quit_ = true; }
+
+ private:
+  Daemon& d_;
+  cmdline* cl_ = nullptr;
+  bool quit_ = false;
+};
+
+}  // namespace softmrc::softmrcd

@@ -1,0 +1,52 @@
+// The daemon's state as named rows of named values, built from the
+// snapshots: one source for the telemetry commands (a dict of dicts) and
+// the prompt's `show` (a listing), so the two never disagree.
+//
+//   endpoints                      one row per hosted endpoint
+//   ports [endpoint]               ethdev counters, "a/0" = endpoint a, plane 0
+//   planes [endpoint]              the daemon's per-plane state and counters
+//   qps [endpoint [first]]         QP summaries, 32 rows from `first`
+//   qp [endpoint] qpn              every counter of one QP
+//   evs [endpoint] qpn [first]     32 EVs of a QP from `first`
+//   drops [endpoint]               dropped packets by reason
+//   stats                          per-endpoint totals and the traffic generator
+//   links                          the in-process fabric, per link and plane
+//
+// Runs on the control or a telemetry thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace softmrc::softmrcd {
+
+class Daemon;
+
+struct Field {
+  std::string key;
+  bool is_text = false;
+  uint64_t num = 0;
+  std::string text;
+};
+
+struct Row {
+  std::string name;
+  std::vector<Field> fields;
+
+  void num(std::string key, uint64_t v) { fields.push_back({std::move(key), false, v, {}}); }
+  void text(std::string key, std::string v) {
+    fields.push_back({std::move(key), true, 0, std::move(v)});
+  }
+};
+
+using Report = std::vector<Row>;
+
+inline constexpr uint32_t kReportPage = 32;  // rows of QPs or EVs per request
+
+// `args` are the parameters after the report's name. False, with *err, for
+// a bad name or parameters.
+bool make_report(Daemon& d, const std::string& what, const std::vector<std::string>& args,
+                 Report* out, std::string* err);
+
+}  // namespace softmrc::softmrcd

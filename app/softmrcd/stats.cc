@@ -1,0 +1,24 @@
+// Names of the daemon's drop reasons (see stats.h).
+#include "softmrcd/stats.h"
+
+namespace softmrc::softmrcd {
+
+const char* drop_name(Drop d) {
+  switch (d) {
+    case Drop::kRxNotForUs:
+      return "rx_not_for_us";
+    case Drop::kRxTooLong:
+      return "rx_too_long";
+    case Drop::kTxNoMbuf:
+      return "tx_no_mbuf";
+    case Drop::kTxBuild:
+      return "tx_build_failed";
+    case Drop::kTxNoPeer:
+      return "tx_no_peer";
+    case Drop::kCount:
+      break;
+  }
+  return "?";
+}
+
+}  // namespace softmrc::softmrcd

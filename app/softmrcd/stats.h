@@ -1,0 +1,126 @@
+// What the daemon counts, and the snapshots through which other threads
+// read it. Each lcore writes its own counters as plain integers; every
+// stats.snapshot_ms it copies them into a Published snapshot that the
+// telemetry commands, the interactive prompt and the periodic log read.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "engine/cc/congestion_control.h"
+#include "engine/counters.h"
+#include "engine/path/ev_set.h"
+#include "engine/qp_attr.h"
+#include "wire/packet.h"
+
+namespace softmrc::softmrcd {
+
+// Packets the daemon drops before or after the engine, by reason. Parse
+// failures are counted by wire::ParseStatus.
+enum class Drop : uint8_t {
+  kRxNotForUs,  // parsed, but addressed to another IP than the plane's
+  kRxTooLong,   // longer than the largest frame the path MTU allows
+  kTxNoMbuf,    // mempool empty while framing
+  kTxBuild,     // the engine handed out a packet lib/wire cannot build
+  kTxNoPeer,    // a packet for a peer this endpoint has no addresses for
+  kCount,
+};
+const char* drop_name(Drop d);
+
+struct DropCounters {
+  std::array<uint64_t, size_t(wire::ParseStatus::kCount)> parse{};  // [kOk] unused
+  std::array<uint64_t, size_t(Drop::kCount)> other{};
+
+  uint64_t total() const {
+    uint64_t n = 0;
+    for (size_t i = 1; i < parse.size(); ++i) n += parse[i];
+    for (uint64_t v : other) n += v;
+    return n;
+  }
+};
+
+struct PlaneCounters {
+  uint64_t rx_packets = 0;
+  uint64_t rx_bytes = 0;
+  uint64_t tx_packets = 0;
+  uint64_t tx_bytes = 0;
+  uint64_t tx_extbuf = 0;     // data packets sent from registered memory in place
+  uint64_t link_changes = 0;  // link up/down transitions seen
+};
+
+struct PlaneState {
+  bool link_up = false;    // the port's link
+  bool admin_up = true;    // not taken down by an operator
+  bool engine_up = false;  // what the engine was told: link_up && admin_up
+};
+
+struct TxgenCounters {
+  // Requester side.
+  uint64_t posted = 0;  // messages (Writes or WIMMs; not batch markers)
+  uint64_t completed = 0;
+  uint64_t completed_bytes = 0;
+  uint64_t in_flight = 0;  // messages posted, not completed (at the snapshot)
+  // Responder side.
+  uint64_t verified = 0;  // messages whose every byte was checked
+  uint64_t verified_bytes = 0;
+  uint64_t mismatches = 0;  // messages with a wrong byte, length or immediate
+  // Both.
+  uint64_t errors = 0;             // completions with an error status, refused posts
+  uint64_t flushed = 0;            // requests that ended with the QP at shutdown
+  uint64_t in_flight_at_stop = 0;  // messages outstanding when shutdown began
+};
+
+struct QpStats {
+  uint32_t qpn = 0;
+  engine::QpState state = engine::QpState::kReset;
+  uint32_t peer = 0;
+  uint32_t dest_qpn = 0;
+  engine::QpCounters counters;
+  engine::CcCounters cc;
+  uint64_t cwnd_bytes = 0;
+  uint64_t inflight_bytes = 0;
+  uint32_t snd_una = 0;
+  uint32_t snd_nxt = 0;
+  uint32_t epsn = 0;
+  uint64_t srtt_ns = 0;
+  uint64_t rtt_max_ns = 0;
+  uint32_t first_ev = 0;  // this QP's EVs are evs[first_ev, first_ev + num_evs)
+  uint32_t num_evs = 0;
+  uint32_t usable_evs = 0;
+};
+
+struct EvStats {
+  uint8_t plane = 0;
+  engine::EvState state = engine::EvState::kGood;
+  engine::EvCounters counters;
+};
+
+struct EndpointSnapshot {
+  uint64_t at_ns = 0;
+  std::vector<PlaneState> plane_state;
+  std::vector<PlaneCounters> planes;
+  DropCounters drops;
+  engine::EndpointCounters engine;
+  TxgenCounters txgen;
+  bool txgen_finished = false;  // every flow leaving here reached its limit
+  uint32_t num_qps = 0;
+  std::vector<QpStats> qps;  // [0, num_qps)
+  std::vector<EvStats> evs;
+};
+
+struct HopCounters {
+  uint64_t packets = 0;
+  uint64_t bytes = 0;
+  uint64_t dropped_down = 0;  // the plane was down
+  uint64_t dropped_full = 0;  // the receiving port's ring was full
+};
+
+struct LinkSnapshot {
+  uint64_t at_ns = 0;
+  uint32_t up_mask = 0;           // bit per plane
+  std::vector<HopCounters> hops;  // [plane * 2 + direction], direction 0: a -> b
+  uint64_t plane_events = 0;      // planes taken down or up
+};
+
+}  // namespace softmrc::softmrcd

@@ -1,0 +1,103 @@
+// /softmrc/ telemetry commands (see telemetry.h).
+#include "softmrcd/telemetry.h"
+
+#include <rte_telemetry.h>
+
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "softmrcd/daemon.h"
+#include "softmrcd/report.h"
+
+namespace softmrc::softmrcd {
+
+namespace {
+
+std::mutex g_mu;  // guards g_daemon against teardown while a command runs
+Daemon* g_daemon = nullptr;
+
+struct TelemetryCommand {
+  const char* path;
+  const char* report;
+  const char* help;
+};
+
+constexpr TelemetryCommand kCommands[] = {
+    {"/softmrc/endpoints", "endpoints", "Hosted endpoints: lcore, planes, QPs. No parameters"},
+    {"/softmrc/ports", "ports", "Ethdev counters per endpoint plane. Parameter: [endpoint]"},
+    {"/softmrc/planes", "planes",
+     "Plane state (link, admin, in use) and counters. Parameter: [endpoint]"},
+    {"/softmrc/qps", "qps", "QP summaries, 32 at a time. Parameters: [endpoint[,first]]"},
+    {"/softmrc/qp", "qp", "Every counter of one QP. Parameters: [endpoint,]qpn"},
+    {"/softmrc/evs", "evs",
+     "EV states and counters of a QP, 32 at a time. Parameters: "
+     "[endpoint,]qpn[,first]"},
+    {"/softmrc/drops", "drops", "Dropped packets by reason. Parameter: [endpoint]"},
+    {"/softmrc/stats", "stats", "Per-endpoint totals and the traffic generator. No parameters"},
+    {"/softmrc/links", "links", "The in-process fabric per link and plane. No parameters"},
+};
+
+std::vector<std::string> split(const char* params) {
+  std::vector<std::string> out;
+  if (params == nullptr || *params == '\0') return out;
+  std::string cur;
+  for (const char* p = params; *p; ++p) {
+    if (*p == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += *p;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+int on_command(const char* cmd, const char* params, rte_tel_data* d) {
+  const TelemetryCommand* c = nullptr;
+  for (const TelemetryCommand& k : kCommands)
+    if (std::strcmp(k.path, cmd) == 0) c = &k;
+  rte_tel_data_start_dict(d);
+  std::lock_guard<std::mutex> lock(g_mu);
+  Report report;
+  std::string err;
+  if (g_daemon == nullptr) {
+    err = "softmrcd is starting or stopping";
+  } else if (c == nullptr) {
+    err = "unknown command";
+  } else {
+    make_report(*g_daemon, c->report, split(params), &report, &err);
+  }
+  if (!err.empty()) {
+    rte_tel_data_add_dict_string(d, "error", err.c_str());
+    return 0;
+  }
+  for (const Row& row : report) {
+    rte_tel_data* fields = rte_tel_data_alloc();
+    if (fields == nullptr) return -1;
+    rte_tel_data_start_dict(fields);
+    for (const Field& f : row.fields) {
+      if (f.is_text)
+        rte_tel_data_add_dict_string(fields, f.key.c_str(), f.text.c_str());
+      else
+        rte_tel_data_add_dict_u64(fields, f.key.c_str(), f.num);
+    }
+    rte_tel_data_add_dict_container(d, row.name.c_str(), fields, 0);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void attach_telemetry(Daemon* d) {
+  static bool registered = false;
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_daemon = d;
+  if (registered) return;
+  registered = true;
+  for (const TelemetryCommand& c : kCommands)
+    rte_telemetry_register_cmd(c.path, on_command, c.help);
+}
+
+}  // namespace softmrc::softmrcd

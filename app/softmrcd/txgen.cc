@@ -1,0 +1,208 @@
+// The traffic generator (see txgen.h).
+#include "softmrcd/txgen.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "pattern/pattern.h"
+
+namespace softmrc::softmrcd {
+
+namespace {
+
+constexpr int32_t kNoFlow = INT32_MAX;
+
+}  // namespace
+
+void Txgen::init(uint32_t max_qps) {
+  by_qpn_.assign(size_t{max_qps} + 1, kNoFlow);
+}
+
+void Txgen::add_sender(const SenderSetup& s) {
+  Sender x;
+  x.s = s;
+  x.slots = slots(s.flow);
+  by_qpn_[s.qpn] = static_cast<int32_t>(senders_.size());
+  senders_.push_back(x);
+}
+
+engine::Status Txgen::add_receiver(const ReceiverSetup& r, engine::Endpoint& ep) {
+  Receiver x;
+  x.r = r;
+  x.slots = slots(r.flow);
+  by_qpn_[r.qpn] = ~static_cast<int32_t>(receivers_.size());
+  receivers_.push_back(x);
+  for (uint32_t i = 0; i < r.flow.window; ++i)
+    if (engine::Status st = ep.post_recv(r.qpn, engine::RecvRequest{}); !st.ok()) return st;
+  return {};
+}
+
+void Txgen::start(engine::TimeNs now) {
+  for (Sender& s : senders_) {
+    if (s.failed || s.exhausted) continue;
+    s.active = true;
+    s.deadline = s.s.flow.duration_ns != 0 ? now + s.s.flow.duration_ns : engine::kNever;
+  }
+}
+
+void Txgen::stop() {
+  for (Sender& s : senders_) s.active = false;
+}
+
+bool Txgen::may_post(const Sender& s, engine::TimeNs now) const {
+  const FlowSpec& f = s.s.flow;
+  return s.active && (f.messages == 0 || s.next < f.messages) && now < s.deadline;
+}
+
+void Txgen::post(engine::Endpoint& ep, engine::TimeNs now) {
+  for (Sender& s : senders_) {
+    const FlowSpec& f = s.s.flow;
+    if ((f.messages != 0 && s.next >= f.messages) || now >= s.deadline) s.exhausted = true;
+    while (may_post(s, now) && s.outstanding < f.window) {
+      const uint64_t m = s.next;
+      const uint64_t off = (m % s.slots) * f.size_bytes;
+      uint8_t* src = s.s.buf + off;
+      if (s.s.fill) pattern::fill(src, f.size_bytes, s.s.stream, m);
+      engine::WriteRequest wr;
+      wr.wr_id = m;
+      wr.local_addr = reinterpret_cast<uint64_t>(src);
+      wr.length = f.size_bytes;
+      wr.lkey = s.s.lkey;
+      wr.remote_addr = s.s.remote_va + off;
+      wr.rkey = s.s.rkey;
+      wr.with_imm = f.op == TrafficOp::kWimm;
+      wr.imm = static_cast<uint32_t>(m);
+      if (engine::Status st = ep.post_write(s.s.qpn, wr); !st.ok()) {
+        std::fprintf(stderr, "softmrcd: txgen: QP %u: post_write: %s\n", s.s.qpn, st.reason());
+        ++counters_.errors;
+        s.active = false;
+        s.failed = true;
+        break;
+      }
+      ++s.next;
+      ++s.outstanding;
+      ++counters_.posted;
+      if (f.op == TrafficOp::kWrite && s.next % f.window == 0) post_marker(s, ep);
+    }
+    // A flow that stops mid-batch closes the batch so that it is checked.
+    if (f.op == TrafficOp::kWrite && !may_post(s, now) && s.marked < s.next) post_marker(s, ep);
+  }
+}
+
+void Txgen::post_marker(Sender& s, engine::Endpoint& ep) {
+  engine::WriteRequest wr;
+  wr.wr_id = kMarker | s.next;
+  wr.local_addr = reinterpret_cast<uint64_t>(s.s.buf);
+  wr.lkey = s.s.lkey;
+  wr.remote_addr = s.s.remote_va;
+  wr.rkey = s.s.rkey;
+  wr.with_imm = true;
+  wr.imm = static_cast<uint32_t>(s.next);
+  if (engine::Status st = ep.post_write(s.s.qpn, wr); !st.ok()) {
+    std::fprintf(stderr, "softmrcd: txgen: QP %u: batch marker: %s\n", s.s.qpn, st.reason());
+    ++counters_.errors;
+    s.active = false;
+    s.failed = true;
+    s.marked = s.next;  // do not retry: the batch stays unchecked, and counted as an error
+    return;
+  }
+  s.marked = s.next;
+  ++s.markers_out;
+}
+
+void Txgen::on_completion(const engine::Completion& c, engine::Endpoint& ep) {
+  const int32_t i = c.qpn < by_qpn_.size() ? by_qpn_[c.qpn] : kNoFlow;
+  if (i == kNoFlow) return;
+  if (i >= 0)
+    on_send_completion(senders_[i], c);
+  else
+    on_recv_completion(receivers_[~i], c, ep);
+}
+
+void Txgen::on_send_completion(Sender& s, const engine::Completion& c) {
+  if (c.wr_id & kMarker) {
+    --s.markers_out;
+  } else {
+    --s.outstanding;
+    if (c.status == engine::WcStatus::kSuccess) {
+      ++counters_.completed;
+      counters_.completed_bytes += s.s.flow.size_bytes;
+    }
+  }
+  if (c.status == engine::WcStatus::kFlushed) {
+    ++counters_.flushed;
+  } else if (c.status != engine::WcStatus::kSuccess) {
+    ++counters_.errors;
+    s.active = false;
+    s.failed = true;
+    std::fprintf(stderr, "softmrcd: txgen: QP %u: message %" PRIu64 " completed with %s\n", c.qpn,
+                 c.wr_id & ~kMarker, engine::wc_status_name(c.status));
+  }
+}
+
+bool Txgen::check(const Receiver& r, uint64_t m) {
+  const FlowSpec& f = r.r.flow;
+  const uint8_t* p = r.r.buf + (m % r.slots) * f.size_bytes;
+  if (pattern::verify(p, f.size_bytes, r.r.stream, m)) {
+    ++counters_.verified;
+    counters_.verified_bytes += f.size_bytes;
+    return true;
+  }
+  ++counters_.mismatches;
+  std::fprintf(stderr, "softmrcd: txgen: QP %u: message %" PRIu64 " has wrong bytes\n", r.r.qpn, m);
+  return false;
+}
+
+void Txgen::on_recv_completion(Receiver& r, const engine::Completion& c, engine::Endpoint& ep) {
+  if (c.status == engine::WcStatus::kFlushed) return;  // shutdown: posted receives end here
+  if (c.status != engine::WcStatus::kSuccess || c.opcode != engine::WcOpcode::kRecvWriteImm) {
+    ++counters_.errors;
+    std::fprintf(stderr, "softmrcd: txgen: QP %u: receive completed with %s\n", c.qpn,
+                 engine::wc_status_name(c.status));
+    return;
+  }
+  const FlowSpec& f = r.r.flow;
+  if (f.op == TrafficOp::kWimm) {
+    const uint64_t m = r.expected++;
+    if (c.imm != static_cast<uint32_t>(m) || c.byte_len != f.size_bytes) {
+      ++counters_.mismatches;
+      std::fprintf(stderr,
+                   "softmrcd: txgen: QP %u: message %" PRIu64 " arrived as imm %u, %u bytes\n",
+                   c.qpn, m, c.imm, c.byte_len);
+    } else {
+      check(r, m);
+    }
+  } else {
+    // The marker names the end of its batch (mod 2^32).
+    const uint64_t count = static_cast<uint32_t>(c.imm - static_cast<uint32_t>(r.expected));
+    if (count > f.window || c.byte_len != 0) {
+      ++counters_.mismatches;
+      std::fprintf(stderr, "softmrcd: txgen: QP %u: batch marker %u after message %" PRIu64 "\n",
+                   c.qpn, c.imm, r.expected);
+    } else {
+      for (uint64_t k = 0; k < count; ++k) check(r, r.expected + k);
+    }
+    r.expected += count;
+  }
+  if (engine::Status st = ep.post_recv(c.qpn, engine::RecvRequest{}); !st.ok()) {
+    ++counters_.errors;
+    std::fprintf(stderr, "softmrcd: txgen: QP %u: post_recv: %s\n", c.qpn, st.reason());
+  }
+}
+
+bool Txgen::finished() const {
+  for (const Sender& s : senders_) {
+    if (!s.exhausted && !s.failed) return false;
+    if (s.outstanding != 0 || s.markers_out != 0) return false;
+    if (s.s.flow.op == TrafficOp::kWrite && !s.failed && s.marked < s.next) return false;
+  }
+  return true;
+}
+
+uint64_t Txgen::in_flight() const {
+  uint64_t n = 0;
+  for (const Sender& s : senders_) n += s.outstanding;
+  return n;
+}
+
+}  // namespace softmrc::softmrcd

@@ -1,0 +1,195 @@
+// The ethdev port driver (see ethdev_port.h).
+#include "port/ethdev/ethdev_port.h"
+
+#include <rte_cycles.h>
+#include <rte_dev.h>
+
+namespace softmrc::port {
+
+namespace {
+
+std::string errno_text(int ret) {
+  return std::string(rte_strerror(ret < 0 ? -ret : ret));
+}
+
+// "net_null0,size=64" -> "net_null0": the device name that ethdev knows.
+std::string device_name(const std::string& spec) {
+  return spec.substr(0, spec.find(','));
+}
+
+}  // namespace
+
+EthdevPort::~EthdevPort() {
+  close();
+}
+
+bool EthdevPort::attach(const std::string& spec, uint16_t* port_id, std::string* err) {
+  const std::string name = device_name(spec);
+  if (name.empty()) {
+    *err = "empty device name";
+    return false;
+  }
+  if (rte_eth_dev_get_port_by_name(name.c_str(), port_id) == 0) return true;
+  const int ret = rte_dev_probe(spec.c_str());
+  if (ret < 0) {
+    *err = "cannot probe '" + spec + "': " + errno_text(ret);
+    return false;
+  }
+  if (rte_eth_dev_get_port_by_name(name.c_str(), port_id) != 0) {
+    *err = "'" + spec + "' was probed but is not an ethdev port";
+    return false;
+  }
+  return true;
+}
+
+bool EthdevPort::can_multi_seg(uint16_t port_id) {
+  rte_eth_dev_info info;
+  return rte_eth_dev_info_get(port_id, &info) == 0 &&
+         (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
+}
+
+bool EthdevPort::open(uint16_t port_id, const EthdevPortConfig& cfg, std::string* err) {
+  port_id_ = port_id;
+  char name[RTE_ETH_NAME_MAX_LEN];
+  if (rte_eth_dev_get_name_by_port(port_id, name) != 0) {
+    *err = "no port " + std::to_string(port_id);
+    return false;
+  }
+  name_ = name;
+  rte_eth_dev_info info;
+  if (int ret = rte_eth_dev_info_get(port_id, &info); ret != 0) {
+    *err = name_ + ": cannot read device info: " + errno_text(ret);
+    return false;
+  }
+  driver_ = info.driver_name ? info.driver_name : "?";
+
+  rte_eth_conf conf{};
+  if (cfg.tx_multi_seg) {
+    if (!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)) {
+      *err = name_ + " (" + driver_ + ") cannot send multi-segment packets";
+      return false;
+    }
+    conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+  }
+  if (cfg.tx_fast_free && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE))
+    conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
+  // Link-status interrupts where the PMD has them; polling otherwise.
+  lsc_ = info.dev_flags != nullptr && (*info.dev_flags & RTE_ETH_DEV_INTR_LSC) != 0;
+  conf.intr_conf.lsc = lsc_ ? 1 : 0;
+  if (cfg.mtu != 0) {
+    if (cfg.mtu > info.max_mtu) {
+      *err = name_ + ": MTU " + std::to_string(cfg.mtu) + " is above the port's maximum " +
+             std::to_string(info.max_mtu);
+      return false;
+    }
+    conf.rxmode.mtu = cfg.mtu;
+  }
+  if (int ret = rte_eth_dev_configure(port_id, 1, 1, &conf); ret != 0) {
+    *err = name_ + ": configure failed: " + errno_text(ret);
+    return false;
+  }
+  opened_ = true;
+  uint16_t rx_desc = cfg.rx_desc;
+  uint16_t tx_desc = cfg.tx_desc;
+  if (int ret = rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &rx_desc, &tx_desc); ret != 0) {
+    *err = name_ + ": descriptor counts refused: " + errno_text(ret);
+    return false;
+  }
+  const int socket = rte_eth_dev_socket_id(port_id);
+  rte_eth_rxconf rxconf = info.default_rxconf;
+  rxconf.offloads = conf.rxmode.offloads;
+  if (int ret = rte_eth_rx_queue_setup(port_id, 0, rx_desc, socket, &rxconf, cfg.rx_pool);
+      ret != 0) {
+    *err = name_ + ": RX queue setup failed: " + errno_text(ret);
+    return false;
+  }
+  rte_eth_txconf txconf = info.default_txconf;
+  txconf.offloads = conf.txmode.offloads;
+  if (int ret = rte_eth_tx_queue_setup(port_id, 0, tx_desc, socket, &txconf); ret != 0) {
+    *err = name_ + ": TX queue setup failed: " + errno_text(ret);
+    return false;
+  }
+  if (lsc_)
+    rte_eth_dev_callback_register(port_id, RTE_ETH_EVENT_INTR_LSC, &EthdevPort::on_link_event,
+                                  this);
+  link_poll_tsc_ = cfg.link_poll_us * rte_get_tsc_hz() / 1'000'000;
+  return true;
+}
+
+bool EthdevPort::start(std::string* err) {
+  if (int ret = rte_eth_dev_start(port_id_); ret != 0) {
+    *err = name_ + ": start failed: " + errno_text(ret);
+    return false;
+  }
+  started_ = true;
+  read_link();
+  next_link_poll_tsc_ = rte_rdtsc() + link_poll_tsc_;
+  return true;
+}
+
+void EthdevPort::stop() {
+  if (started_) rte_eth_dev_stop(port_id_);
+  started_ = false;
+}
+
+void EthdevPort::close() {
+  stop();
+  if (!opened_) return;
+  if (lsc_)
+    rte_eth_dev_callback_unregister(port_id_, RTE_ETH_EVENT_INTR_LSC, &EthdevPort::on_link_event,
+                                    this);
+  rte_eth_dev_close(port_id_);
+  opened_ = false;
+}
+
+int EthdevPort::on_link_event(uint16_t, rte_eth_event_type, void* arg, void*) {
+  static_cast<EthdevPort*>(arg)->link_event_.store(true, std::memory_order_release);
+  return 0;
+}
+
+bool EthdevPort::read_link() {
+  rte_eth_link link;
+  if (rte_eth_link_get_nowait(port_id_, &link) != 0) return false;
+  const bool up = link.link_status == RTE_ETH_LINK_UP;
+  const bool changed = up != link_up_;
+  link_up_ = up;
+  return changed;
+}
+
+bool EthdevPort::poll_link(uint64_t now_tsc) {
+  if (lsc_) {
+    if (!link_event_.load(std::memory_order_relaxed)) return false;
+    link_event_.store(false, std::memory_order_relaxed);
+    return read_link();
+  }
+  if (now_tsc < next_link_poll_tsc_) return false;
+  next_link_poll_tsc_ = now_tsc + link_poll_tsc_;
+  return read_link();
+}
+
+bool EthdevPort::set_admin_up(bool up) {
+  const int ret = up ? rte_eth_dev_set_link_up(port_id_) : rte_eth_dev_set_link_down(port_id_);
+  return ret == 0;
+}
+
+bool EthdevPort::add_rx_hook(rte_rx_callback_fn fn, void* arg) {
+  return rte_eth_add_rx_callback(port_id_, 0, fn, arg) != nullptr;
+}
+
+bool EthdevPort::add_tx_hook(rte_tx_callback_fn fn, void* arg) {
+  return rte_eth_add_tx_callback(port_id_, 0, fn, arg) != nullptr;
+}
+
+rte_ether_addr EthdevPort::mac() const {
+  rte_ether_addr a{};
+  rte_eth_macaddr_get(port_id_, &a);
+  return a;
+}
+
+bool EthdevPort::use_mac(const rte_ether_addr& mac) {
+  rte_ether_addr a = mac;
+  if (rte_eth_dev_default_mac_addr_set(port_id_, &a) == 0) return true;
+  return rte_eth_promiscuous_enable(port_id_) == 0;
+}
+
+}  // namespace softmrc::port

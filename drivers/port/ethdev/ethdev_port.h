@@ -1,0 +1,103 @@
+// The ethdev port driver: one DPDK ethdev (any PMD: a NIC, net_null,
+// net_ring, net_tap, net_memif) serving as one plane of an endpoint, with
+// one RX and one TX queue.
+//
+// This is the narrow port interface the daemon's lcore loop sees: bursts
+// of mbufs in and out (DPDK's own inline burst calls, no extra dispatch),
+// the link state, and the offloads the port turned on. The daemon never
+// calls an rte_eth_* function itself.
+//
+// Threads: attach/open/start/stop/close run on the control thread while no
+// lcore polls the port. rx_burst, tx_burst and poll_link belong to the
+// lcore that owns the port. The link-status interrupt callback runs on
+// DPDK's interrupt thread and only raises an atomic flag; stats() and
+// set_admin_up() are control-path calls DPDK allows beside the bursts.
+#pragma once
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace softmrc::port {
+
+struct EthdevPortConfig {
+  uint16_t rx_desc = 512;
+  uint16_t tx_desc = 512;
+  uint32_t mtu = 0;  // L3 MTU in bytes (frame minus Ethernet header); 0: keep the PMD's
+  rte_mempool* rx_pool = nullptr;
+  bool tx_multi_seg = false;    // TX chains (headers + an external payload buffer)
+  bool tx_fast_free = false;    // every TX mbuf is direct, refcnt 1, from one pool
+  uint64_t link_poll_us = 100;  // PMDs without link interrupts: re-read the link this often
+};
+
+class EthdevPort {
+ public:
+  EthdevPort() = default;
+  EthdevPort(const EthdevPort&) = delete;
+  EthdevPort& operator=(const EthdevPort&) = delete;
+  ~EthdevPort();
+
+  // The port named by `spec`: a PCI address ("0000:3b:00.0"), a vdev spec
+  // ("net_null0,size=64"), or the name of a port that already exists (a
+  // ring pair, or a device given on the EAL command line). Probes the
+  // device if needed.
+  static bool attach(const std::string& spec, uint16_t* port_id, std::string* err);
+  // Whether the port can send mbuf chains (RTE_ETH_TX_OFFLOAD_MULTI_SEGS).
+  static bool can_multi_seg(uint16_t port_id);
+
+  bool open(uint16_t port_id, const EthdevPortConfig& cfg, std::string* err);
+  bool start(std::string* err);
+  void stop();
+  void close();
+
+  uint16_t port_id() const { return port_id_; }
+  const std::string& name() const { return name_; }
+  const std::string& driver() const { return driver_; }
+  bool link_interrupt() const { return lsc_; }
+
+  uint16_t rx_burst(rte_mbuf** pkts, uint16_t n) { return rte_eth_rx_burst(port_id_, 0, pkts, n); }
+  uint16_t tx_burst(rte_mbuf** pkts, uint16_t n) { return rte_eth_tx_burst(port_id_, 0, pkts, n); }
+
+  // Re-reads the link when an interrupt said it changed or, for PMDs
+  // without link interrupts, once the poll period has passed since the last
+  // read. True when the link changed; link_up() then has the new state.
+  bool poll_link(uint64_t now_tsc);
+  bool link_up() const { return link_up_; }
+
+  // Test and benchmark hooks: functions DPDK runs inside every RX (after
+  // the PMD) or TX (before the PMD) burst of the port, on the polling lcore.
+  // Set before start().
+  bool add_rx_hook(rte_rx_callback_fn fn, void* arg);
+  bool add_tx_hook(rte_tx_callback_fn fn, void* arg);
+
+  // Control path.
+  bool stats(rte_eth_stats* out) const { return rte_eth_stats_get(port_id_, out) == 0; }
+  void reset_stats() { rte_eth_stats_reset(port_id_); }
+  // Administrative link state (rte_eth_dev_set_link_up/down); false if the
+  // PMD cannot.
+  bool set_admin_up(bool up);
+  rte_ether_addr mac() const;
+  // Makes `mac` the port's address; where the PMD cannot, turns on
+  // promiscuous mode so that frames to `mac` still arrive. False if neither.
+  bool use_mac(const rte_ether_addr& mac);
+
+ private:
+  static int on_link_event(uint16_t port_id, rte_eth_event_type type, void* arg, void* ret);
+  bool read_link();
+
+  uint16_t port_id_ = RTE_MAX_ETHPORTS;
+  std::string name_;
+  std::string driver_;
+  bool opened_ = false;
+  bool started_ = false;
+  bool lsc_ = false;  // the PMD raises link-status interrupts
+  bool link_up_ = false;
+  uint64_t link_poll_tsc_ = 0;
+  uint64_t next_link_poll_tsc_ = 0;
+  std::atomic<bool> link_event_{false};
+};
+
+}  // namespace softmrc::port

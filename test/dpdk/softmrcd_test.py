@@ -1,0 +1,530 @@
+#!/usr/bin/env python3
+"""softmrcd on vdevs: each --case runs the daemon and checks what it says.
+
+  two_endpoints_plane_failure  two endpoints over the in-process fabric; a
+                               plane fails and comes back mid-transfer; every
+                               byte verified, traffic flowing throughout
+  telemetry                    /softmrc/... over the telemetry socket and
+                               with dpdk-telemetry.py, values asserted
+  interactive                  the prompt, fed on stdin
+  sigterm                      SIGTERM mid-transfer: in-flight work completes
+  sigterm_flush                the same with no drain time: it is flushed
+  extbuf                       tx_payload extbuf: payloads sent in place
+  bad_config                   bad files rejected with the messages that
+                               docs/configuration.md documents
+  options                      bad command lines, --help
+
+Configs are written as JSON (a subset of YAML) into --workdir. Every EAL
+gets its own --file-prefix (smrcd-<case>). Exit 0 on success, 1 with the
+reason and the daemon's output otherwise.
+"""
+
+import argparse
+import json
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+EAL = ['-l', '0-1', '--no-huge', '-m', '512', '--no-pci', '--log-level', 'lib.eal:warning']
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what, output=''):
+    if not cond:
+        raise Failure(what + ('\n--- output ---\n' + output if output else ''))
+
+
+def plane(ep, p):
+    side = {'a': 0xa, 'b': 0xb}[ep]
+    return {'mac': f'02:00:00:00:{side:02x}:{p:02x}', 'ip': f'fd00:0:0:{p:x}::{side:x}'}
+
+
+def two_endpoints(planes=2, **extra):
+    """Endpoints a and b joined by link 0, one flow a -> b."""
+    cfg = {
+        'path_mtu': 1024,
+        'stats': {'snapshot_ms': 20, 'log_interval_ms': 100},
+        'endpoints': [{'name': e, 'planes': [plane(e, p) for p in range(planes)]}
+                      for e in ('a', 'b')],
+        'links': [{'endpoints': ['a', 'b']}],
+        'ev_profiles': {'default': {'evs_per_plane': 4, 'min_active': 2}},
+        'traffic': [{'from': 'a', 'to': 'b', 'qps': 2, 'op': 'wimm', 'size': 16384,
+                     'window': 4, 'duration_ms': 1500}],
+    }
+    for key, value in extra.items():
+        cfg[key] = value
+    return cfg
+
+
+class Daemon:
+    def __init__(self, args, name, cfg=None, extra_eal=(), stdin=None):
+        self.prefix = 'smrcd-' + name.replace('_', '-')
+        self.cfg_path = os.path.join(args.workdir, name + '.yaml')
+        if cfg is not None:
+            with open(self.cfg_path, 'w') as f:
+                json.dump(cfg, f, indent=1)
+        self.cmd = [args.softmrcd] + EAL + list(extra_eal) + ['--file-prefix', self.prefix,
+                                                           '--', '--config', self.cfg_path]
+        self.stdin = stdin
+
+    def run(self, extra=(), timeout=30):
+        r = subprocess.run(self.cmd + list(extra), capture_output=True, text=True,
+                           timeout=timeout, check=False)
+        return r.returncode, r.stdout, r.stderr
+
+    def start(self, extra=()):
+        self.proc = subprocess.Popen(self.cmd + list(extra), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, stdin=self.stdin)
+        self.lines = []
+        self.pending = b''
+        self.consumed = 0  # lines before this were matched or passed over
+        return self
+
+    def _read(self, timeout):
+        """Appends the complete lines that arrive within `timeout` s; False at EOF."""
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            return True
+        chunk = os.read(self.proc.stdout.fileno(), 65536)
+        if not chunk:
+            return False
+        *done, self.pending = (self.pending + chunk).split(b'\n')
+        self.lines += [l.decode(errors='replace').replace('\r', '') for l in done]
+        return True
+
+    def read_until(self, pattern, timeout=15):
+        """Reads output until a line after the last match matches; returns the match."""
+        deadline = time.monotonic() + timeout
+        seen = self.consumed
+        while True:
+            for i in range(seen, len(self.lines)):
+                m = re.search(pattern, self.lines[i])
+                if m:
+                    self.consumed = i + 1
+                    return m
+            seen = len(self.lines)
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._read(min(left, 0.1)):
+                break
+        raise Failure(f'no line matching {pattern!r}\n--- output ---\n' + self.output())
+
+    def wait(self, timeout=20):
+        deadline = time.monotonic() + timeout
+        while self._read(0.1):
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                raise Failure('softmrcd did not exit\n--- output ---\n' + self.output())
+        self.lines.append(self.pending.decode(errors='replace'))
+        return self.proc.wait()
+
+    def output(self):
+        return '\n'.join(self.lines)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def summary_counts(output):
+    m = re.search(r'txgen: (\d+) messages posted, (\d+) completed, (\d+) verified .* '
+                  r'(\d+) mismatches, (\d+) errors, (\d+) flushed', output)
+    check(m is not None, 'no txgen summary', output)
+    keys = ('posted', 'completed', 'verified', 'mismatches', 'errors', 'flushed')
+    return dict(zip(keys, map(int, m.groups())))
+
+
+LOG = re.compile(r'^softmrcd: t=([\d.]+)s a\[.*planes (\d+) .*\] b\[.*planes (\d+) .*\] '
+                 r'txgen verified (\d+) \(\+(\d+)\) errors (\d+)$')
+
+
+def case_two_endpoints_plane_failure(args):
+    cfg = two_endpoints(planes=4)
+    cfg['links'][0]['schedule'] = [{'at_ms': 400, 'plane': 2, 'state': 'down'},
+                                   {'at_ms': 900, 'plane': 2, 'state': 'up'}]
+    code, out, err = Daemon(args, 'plane_failure', cfg).run()
+    both = out + err
+    check(code == 0, f'exit status {code}', both)
+    check('softmrcd: PASS' in out, 'no PASS line', both)
+    s = summary_counts(out)
+    check(s['verified'] > 0 and s['verified'] == s['completed'] == s['posted'],
+          f'not every message was verified: {s}', both)
+    check(s['mismatches'] == 0 and s['errors'] == 0, f'errors: {s}', both)
+    for ep in ('a', 'b'):
+        check(re.search(rf't=0\.\d+s {ep} plane 2 down \(link down\)', out),
+              f'{ep} did not see plane 2 go down', both)
+        check(re.search(rf't=0\.9\d*s {ep} plane 2 up \(link up\)', out),
+              f'{ep} did not see plane 2 come back', both)
+    logs = [m for m in map(LOG.match, out.splitlines()) if m]
+    during = [m for m in logs if 0.55 <= float(m.group(1)) <= 0.88]
+    after = [m for m in logs if float(m.group(1)) >= 1.05]
+    check(during and all(m.group(2) == m.group(3) == '1101' for m in during),
+          'planes not shown as 1101 while plane 2 was down', both)
+    check(any(int(m.group(5)) > 0 for m in during),
+          'no message was verified while plane 2 was down', both)
+    check(after and all(m.group(2) == '1111' for m in after), 'plane 2 not back in use', both)
+    check(any(int(m.group(5)) > 0 for m in after), 'no traffic after plane 2 came back', both)
+
+
+def case_extbuf(args):
+    """Zero-copy TX: payloads leave from registered memory as external buffers;
+    the receiver (a ring port passes the chain on) makes each frame contiguous."""
+    cfg = two_endpoints(tx_payload='extbuf')
+    cfg['traffic'][0]['duration_ms'] = 800
+    code, out, err = Daemon(args, 'extbuf', cfg).run()
+    both = out + err
+    check(code == 0 and 'softmrcd: PASS' in out, f'exit status {code}', both)
+    s = summary_counts(out)
+    check(s['verified'] > 0 and s['verified'] == s['posted'], f'not all verified: {s}', both)
+    m = re.search(r'softmrcd: a: sent (\d+) packets \((\d+) with the payload sent in place\)',
+                  out)
+    check(m is not None and int(m.group(2)) > 0, 'no payload was sent in place', both)
+    m = re.search(r'softmrcd: b: sent (\d+) packets \((\d+) with', out)
+    check(m is not None and m.group(2) == '0', 'b sends only ACKs, never a payload', both)
+
+
+def telemetry_socket(prefix):
+    run_dir = os.environ.get('RUNTIME_DIRECTORY')
+    if not run_dir:
+        base = '/var/run' if os.getuid() == 0 else os.environ.get('XDG_RUNTIME_DIR', '/tmp')
+        run_dir = os.path.join(base, 'dpdk')
+    return os.path.join(run_dir, prefix, 'dpdk_telemetry.v2')
+
+
+class Telemetry:
+    def __init__(self, path, timeout=10):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                self.sock.connect(path)
+                break
+            except OSError:
+                self.sock.close()
+                if time.monotonic() > deadline:
+                    raise Failure('no telemetry socket at ' + path)
+                time.sleep(0.1)
+        hello = json.loads(self.sock.recv(16384).decode())
+        self.max_len = hello['max_output_len']
+        # The commands answer with an error until the daemon has set up.
+        while True:
+            reply = self.query('/softmrc/endpoints')
+            if 'error' not in reply:
+                break
+            if time.monotonic() > deadline:
+                raise Failure(f'softmrcd never became ready: {reply}')
+            time.sleep(0.1)
+
+    def query(self, cmd):
+        self.sock.send(cmd.encode())
+        reply = json.loads(self.sock.recv(self.max_len).decode())
+        name = cmd.split(',')[0]
+        check(name in reply, f'reply to {cmd} lacks {name}: {reply}')
+        return reply[name]
+
+
+def case_telemetry(args):
+    cfg = two_endpoints()
+    cfg['traffic'][0]['duration_ms'] = 0  # until SIGTERM
+    d = Daemon(args, 'telemetry', cfg).start(['--log-interval-ms', '0'])
+    try:
+        t = Telemetry(telemetry_socket(d.prefix))
+        eps = t.query('/softmrc/endpoints')
+        check(set(eps) == {'a', 'b'} and eps['a']['planes'] == 2 and eps['a']['link'] == '0',
+              f'/softmrc/endpoints: {eps}')
+        ports = t.query('/softmrc/ports')
+        check(ports['a/0']['driver'] == 'net_ring' and ports['b/1']['link_up'] == 1,
+              f'/softmrc/ports: {ports}')
+        first = t.query('/softmrc/stats')
+        time.sleep(0.5)
+        second = t.query('/softmrc/stats')
+        check(second['b']['txgen_verified'] > first['b']['txgen_verified'] >= 0,
+              f'txgen_verified does not grow: {first} then {second}')
+        check(second['a']['txgen_errors'] == 0 and second['b']['txgen_mismatches'] == 0,
+              f'/softmrc/stats: {second}')
+        qp = t.query('/softmrc/qp,a,1')['a/1']
+        check(qp['state'] == 'RTS' and qp['peer'] == 'b' and qp['tx_data_packets'] > 0 and
+              qp['acks_rx'] > 0 and qp['evs'] == 8, f'/softmrc/qp,a,1: {qp}')
+        rqp = t.query('/softmrc/qp,b,1')['b/1']
+        check(rqp['rx_data_packets'] > 0 and rqp['acks_tx'] > 0, f'/softmrc/qp,b,1: {rqp}')
+        evs = t.query('/softmrc/evs,a,1,6')
+        check(sorted(evs) == ['ev6', 'ev7'] and evs['ev7']['plane'] == 1 and
+              evs['ev6']['state'] == 'GOOD', f'/softmrc/evs,a,1,6: {evs}')
+        planes = t.query('/softmrc/planes,b')
+        check(sorted(planes) == ['b/0', 'b/1'] and planes['b/0']['in_use'] == 1 and
+              planes['b/0']['rx_packets'] > 0 and planes['b/1']['evs_usable'] == 8,
+              f'/softmrc/planes,b: {planes}')
+        drops = t.query('/softmrc/drops')
+        check(drops['a']['total'] == 0 and 'rx_bad_icrc' in drops['a'] and
+              'engine_rx_unknown_qpn' in drops['b'], f'/softmrc/drops: {drops}')
+        links = t.query('/softmrc/links')
+        check(links['link0/0']['up'] == 1 and links['link0/1']['a_to_b_packets'] > 0,
+              f'/softmrc/links: {links}')
+        qps = t.query('/softmrc/qps')
+        check(sorted(qps) == ['a/1', 'a/2', 'b/1', 'b/2'], f'/softmrc/qps: {qps}')
+        bad = t.query('/softmrc/qp,zz,1')
+        check(bad == {'error': 'name the endpoint first: <endpoint>,<qpn>'}, f'bad qp: {bad}')
+        bad = t.query('/softmrc/ports,zz')
+        check(bad == {'error': "no endpoint named 'zz'"}, f'bad ports: {bad}')
+        # Debian's client reads the same commands.
+        r = subprocess.run(['dpdk-telemetry.py', '-f', d.prefix], input='/softmrc/stats\n',
+                           capture_output=True, text=True, timeout=20, check=False)
+        replies = [json.loads(l) for l in r.stdout.splitlines() if l.startswith('{"/softmrc')]
+        check(len(replies) == 1 and replies[0]['/softmrc/stats']['a']['txgen_posted'] > 0,
+              'dpdk-telemetry.py did not show /softmrc/stats:\n' + r.stdout + r.stderr)
+        d.proc.send_signal(signal.SIGTERM)
+        check(d.wait() == 0, 'exit status after SIGTERM', d.output())
+    finally:
+        d.kill()
+
+
+def case_sigterm(args, drain_ms=2000):
+    cfg = two_endpoints(shutdown={'drain_ms': drain_ms})
+    cfg['traffic'][0]['duration_ms'] = 0
+    name = 'sigterm' if drain_ms else 'sigterm_flush'
+    d = Daemon(args, name, cfg).start()
+    try:
+        # Mid-transfer: messages are being verified.
+        d.read_until(r'txgen verified \d+ \(\+[1-9]\d*\)')
+        d.proc.send_signal(signal.SIGTERM)
+        code = d.wait()
+    finally:
+        d.kill()
+    out = d.output()
+    check(code == 0, f'exit status {code}', out)
+    check('stopping (SIGTERM)' in out, 'no stopping line', out)
+    m = re.search(r'stopped \(SIGTERM\) at t=[\d.]+s: (\d+) messages were in flight, (\d+) '
+                  r'completed during the drain, (\d+) flushed \(status FLUSHED\)', out)
+    check(m is not None, 'no shutdown line', out)
+    in_flight, drained, flushed = map(int, m.groups())
+    s = summary_counts(out)
+    check(s['errors'] == 0 and s['mismatches'] == 0, f'errors: {s}', out)
+    check(s['posted'] == s['completed'] + s['flushed'], f'messages unaccounted for: {s}', out)
+    check(s['verified'] == s['completed'], f'completed but not verified: {s}', out)
+    check(in_flight > 0, 'nothing was in flight at SIGTERM', out)
+    if drain_ms:
+        check(flushed == 0 and drained == in_flight, 'in-flight work did not complete', out)
+    else:
+        check(flushed == in_flight == s['flushed'], 'in-flight work was not flushed', out)
+
+
+def case_sigterm_flush(args):
+    case_sigterm(args, drain_ms=0)
+
+
+def case_interactive(args):
+    cfg = two_endpoints()
+    cfg['traffic'][0]['duration_ms'] = 0
+    d = Daemon(args, 'interactive', cfg, stdin=subprocess.PIPE).start(['-i',
+                                                                      '--log-interval-ms', '0'])
+
+    def send(line, expect, pause=0.0):
+        d.proc.stdin.write((line + '\n').encode())
+        d.proc.stdin.flush()
+        m = d.read_until(expect)
+        time.sleep(pause)
+        return m
+
+    def field(text_row, key):
+        m = re.search(rf'\b{key}=(\S+)', text_row)
+        check(m is not None, f'no {key} in {text_row!r}', d.output())
+        return m.group(1)
+
+    def show(what, row, pattern):
+        """The fields of one row of `show <what>` (lines up to the next row)."""
+        send('show ' + what, '^' + re.escape(row) + '$')
+        text = d.read_until(pattern).string
+        return text
+
+    try:
+        send('show endpoints', r'^a$')
+        send('show stats', r'txgen_verified=0\b')  # nothing before 'start'
+        send('start', 'traffic started', pause=0.6)
+        verified = int(field(show('stats', 'b', r'txgen_verified='), 'txgen_verified'))
+        check(verified > 0, 'no traffic after start', d.output())
+        send('set plane a 1 down', 'a plane 1 set down', pause=0.3)
+        row = show('planes a', 'a/1', r'\bin_use=')
+        check(field(row, 'admin_up') == '0' and field(row, 'in_use') == '0', row, d.output())
+        # a's port status took the plane away from b's QPs too.
+        row = show('qp b 1', 'b/1', r'usable_evs=')
+        check(field(row, 'usable_evs') == '4', f'b still uses plane 1: {row}', d.output())
+        send('set plane a 1 up', 'a plane 1 set up', pause=0.3)
+        row = show('qp b 1', 'b/1', r'usable_evs=')
+        check(field(row, 'usable_evs') == '8', f'b did not get plane 1 back: {row}', d.output())
+        send('set link 0 plane 0 down', 'link 0 plane 0 set down')
+        d.read_until(r'b plane 0 down \(link down\)')
+        send('set link 0 plane 0 up', 'link 0 plane 0 set up')
+        d.read_until(r'b plane 0 up \(link up\)')
+        send('show evs a 1 7', r'^ev7$')
+        send('stop', 'traffic stopped', pause=0.5)
+        send('clear stats', 'stats cleared', pause=0.2)
+        row = show('planes', 'a/0', r'\brx_packets=')
+        check(field(row, 'rx_packets') == '0', f'not cleared: {row}', d.output())
+        send('frobnicate', r'Command not found')
+        d.proc.stdin.write(b'quit\n')
+        d.proc.stdin.flush()
+        code = d.wait()
+    finally:
+        d.kill()
+    out = d.output()
+    check(code == 0, f'exit status {code}', out)
+    check('stopping (quit)' in out and 'softmrcd: PASS' in out, 'no clean quit', out)
+
+
+# (case, config change, expected message after "softmrcd: <file>: ", doc template)
+BAD_CONFIGS = [
+    ('unknown_key', lambda c: c.update(mtu=1500), 'mtu: unknown key', '<key>: unknown key'),
+    ('bad_mtu', lambda c: c.update(path_mtu=1500),
+     'path_mtu: 1500 is not 256, 512, 1024, 2048, 4096 or 9000',
+     '<n> is not 256, 512, 1024, 2048, 4096 or 9000'),
+    ('not_a_number', lambda c: c.update(rings={'rx_desc': 'many'}),
+     "rings.rx_desc: 'many' is not a whole number", "'<value>' is not a whole number"),
+    ('out_of_range', lambda c: c.update(rings={'tx_desc': 8}),
+     'rings.tx_desc: 8 is out of range 32..16384', '<n> is out of range <lo>..<hi>'),
+    ('bad_mac', lambda c: c['endpoints'][0]['planes'][1].update(mac='02:00:zz:00:00:01'),
+     "endpoints[0].planes[1].mac: '02:00:zz:00:00:01' is not a MAC address "
+     "(like 02:00:00:00:00:01)", "'<value>' is not a MAC address (like 02:00:00:00:00:01)"),
+    ('bad_ip', lambda c: c['endpoints'][1]['planes'][0].update(ip='fd00::g'),
+     "endpoints[1].planes[0].ip: 'fd00::g' is not an IPv4 or IPv6 address",
+     "'<value>' is not an IPv4 or IPv6 address"),
+    ('stev_ipv4', lambda c: c['endpoints'][0].update(
+        ev_mode='stev', planes=[{'mac': '02:00:00:00:0a:00', 'ip': '10.0.0.1'}] * 2),
+     'endpoints[0].planes[0].ip: IPv4 address with ev_mode stev (STEV needs IPv6)',
+     'IPv4 address with ev_mode stev (STEV needs IPv6)'),
+    ('plane_count', lambda c: c['endpoints'][1]['planes'].pop(),
+     'endpoints[1].planes: 1 planes, but endpoints[0] has 2 (plane N is port N on every '
+     'endpoint)', '<n> planes, but endpoints[0] has <m> (plane N is port N on every endpoint)'),
+    ('duplicate_name', lambda c: c['endpoints'][1].update(name='a'),
+     "endpoints[1].name: 'a' is used twice", "'<name>' is used twice"),
+    ('missing_port', lambda c: c.pop('links'),
+     'endpoints[0].planes[0].port: missing (a PCI address or vdev spec, or join the endpoint '
+     'to a link)', 'missing (a PCI address or vdev spec, or join the endpoint to a link)'),
+    ('unknown_endpoint', lambda c: c['traffic'][0].update(to='c'),
+     "traffic[0].to: no endpoint named 'c'", "no endpoint named '<name>'"),
+    ('window_too_big', lambda c: c['traffic'][0].update(window=500),
+     'traffic[0].window: 500 is out of range 1..128', '<n> is out of range <lo>..<hi>'),
+    ('bad_choice', lambda c: c['traffic'][0].update(op='read'),
+     "traffic[0].op: 'read' is not write or wimm", "'<value>' is not <choice> or <choice>"),
+    ('unknown_profile', lambda c: c.update(qp={'cc_profile': 'fast'}),
+     "qp.cc_profile: no profile named 'fast'", "no profile named '<name>'"),
+    ('too_few_mbufs', lambda c: c.update(mempool={'mbufs': 1500}),
+     "mempool.mbufs: 1500 is too few for endpoint 'a': 2 planes x 1024 link ring slots need at "
+     "least 3072", "<n> is too few for endpoint '<name>': <p> planes x <s> link ring slots need "
+     "at least <m>"),
+    ('schedule_order', lambda c: c['links'][0].update(schedule=[
+        {'at_ms': 50, 'plane': 0, 'state': 'down'}, {'at_ms': 10, 'plane': 0, 'state': 'up'}]),
+     'links[0].schedule[1].at_ms: is earlier than the event before it',
+     'is earlier than the event before it'),
+    ('no_endpoints', lambda c: c.update(endpoints=[], links=[], traffic=[]),
+     'endpoints: missing (at least one endpoint to host)',
+     'missing (at least one endpoint to host)'),
+]
+
+# Found only once the EAL is up (lcores, devices): (case, change, EAL -l, message, doc).
+BAD_SETUPS = [
+    ('lcore_disabled', lambda c: c['endpoints'][0].update(lcore=7), '0-1',
+     'endpoints[0].lcore: lcore 7 is not enabled (EAL -l/--lcores)',
+     'lcore <n> is not enabled (EAL -l/--lcores)'),
+    ('lcore_main', lambda c: c['endpoints'][1].update(lcore=0), '0-1',
+     'endpoints[1].lcore: lcore 0 is the main lcore, which runs the control thread',
+     'lcore <n> is the main lcore, which runs the control thread'),
+    ('one_lcore', lambda c: None, '0',
+     'EAL -l: the main lcore 0 runs the control thread; softmrcd needs at least one more '
+     '(e.g. -l 0-1)', 'softmrcd needs at least one more (e.g. -l 0-1)'),
+    ('bad_device', lambda c: (c.pop('links'), [p.update(port='net_nosuchdriver0')
+                                               for e in c['endpoints'] for p in e['planes']]),
+     '0-1', "endpoints[0].planes[0].port: cannot probe 'net_nosuchdriver0': ",
+     "cannot probe '<spec>': <reason>"),
+]
+
+
+def case_bad_config(args):
+    with open(os.path.join(args.docs, 'configuration.md')) as f:
+        doc = f.read()
+    failures = []
+    for name, change, expected, template in BAD_CONFIGS:
+        cfg = two_endpoints()
+        change(cfg)
+        d = Daemon(args, 'bad_' + name, cfg)
+        code, out, err = d.run(timeout=15)
+        want = f'softmrcd: {d.cfg_path}: {expected}'
+        if code != 2 or err.strip() != want:
+            failures.append(f'{name}: exit {code}, stderr {err.strip()!r}, want {want!r}')
+        if template not in doc:
+            failures.append(f'{name}: docs/configuration.md does not list {template!r}')
+    # A syntax error names the line and column.
+    path = os.path.join(args.workdir, 'bad_syntax.yaml')
+    with open(path, 'w') as f:
+        f.write('path_mtu: 1024\nendpoints: [\n')
+    r = subprocess.run([args.softmrcd, '--', '--config', path], capture_output=True, text=True,
+                       timeout=15, check=False)
+    if r.returncode != 2 or not r.stderr.startswith(f'softmrcd: {path}:3:1: YAML syntax error:'):
+        failures.append(f'syntax: exit {r.returncode}, stderr {r.stderr!r}')
+    for name, change, lcores, expected, template in BAD_SETUPS:
+        cfg = two_endpoints()
+        change(cfg)
+        d = Daemon(args, 'bad_' + name, cfg)
+        d.cmd[d.cmd.index('-l') + 1] = lcores
+        code, out, err = d.run(timeout=30)
+        want = f'softmrcd: {d.cfg_path}: {expected}'
+        last = err.strip().splitlines()[-1] if err.strip() else ''
+        if code != 2 or not last.startswith(want):
+            failures.append(f'{name}: exit {code}, last stderr line {last!r}, want {want!r}...')
+        if template not in doc:
+            failures.append(f'{name}: docs/configuration.md does not list {template!r}')
+    check(not failures, '\n'.join(failures))
+
+
+def case_options(args):
+    def run(argv):
+        r = subprocess.run([args.softmrcd] + argv, capture_output=True, text=True, timeout=15,
+                           check=False)
+        return r.returncode, r.stdout, r.stderr
+
+    code, out, _ = run(['--', '--help'])
+    check(code == 0 and out.startswith('usage: ') and '--config FILE' in out, 'help', out)
+    code, out, _ = run(['--help'])
+    check(code == 0 and out.startswith('usage: '), 'help before --', out)
+    for argv, message in [
+        ([], 'softmrcd: --config: missing (softmrcd [EAL options] -- --config FILE)'),
+        (['--', '--config'], 'softmrcd: --config: needs a value'),
+        (['--', '-c', 'x.yaml', '--frobnicate'],
+         'softmrcd: --frobnicate: unknown option (see --help)'),
+        (['--', '-c', 'x.yaml', '--log-interval-ms', '-5'],
+         "softmrcd: --log-interval-ms: '-5' is not 0..3600000"),
+        (['--', '-c', 'x.yaml', 'extra'], "softmrcd: unexpected argument 'extra'"),
+        (['--', '-c', '/nonexistent/x.yaml'],
+         'softmrcd: /nonexistent/x.yaml: cannot open: No such file or directory'),
+    ]:
+        code, out, err = run(argv)
+        check(code == 2 and err.strip() == message,
+              f'{argv}: exit {code}, stderr {err.strip()!r}, want {message!r}')
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--softmrcd', required=True)
+    p.add_argument('--case', required=True)
+    p.add_argument('--docs', required=True)
+    p.add_argument('--workdir', required=True)
+    args = p.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    try:
+        globals()['case_' + args.case](args)
+    except Failure as e:
+        print(f'FAIL {args.case}: {e}')
+        return 1
+    print(f'ok {args.case}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
