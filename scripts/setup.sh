@@ -11,7 +11,7 @@ packages=(
   libtbb-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang clang-format libclang-rt-14-dev
-  tshark python3
+  tshark python3 python3-matplotlib
 )
 
 missing=()

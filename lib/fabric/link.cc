@@ -1,0 +1,112 @@
+// The link and its output queue; see link.h.
+#include "fabric/link.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace softmrc::fabric {
+
+namespace {
+
+// 1 Tb/s of headroom over the fastest link we model keeps every product of
+// a rate and a time in the arithmetic below far from 2^64.
+constexpr uint64_t kMaxRateMbps = 10'000'000;
+constexpr TimeNs kMaxDelayNs = 1'000'000'000;
+
+}  // namespace
+
+const char* validate(const LinkConfig& cfg) {
+  if (cfg.rate_mbps == 0 || cfg.rate_mbps > kMaxRateMbps) return "rate_mbps: not 1..10^7";
+  if (cfg.delay_ns > kMaxDelayNs) return "delay_ns: above 1 s";
+  if (cfg.buffer_bytes == 0) return "buffer_bytes: 0";
+  if (cfg.priority_buffer_bytes == 0) return "priority_buffer_bytes: 0";
+  if (cfg.overflow != Overflow::kDrop && cfg.overflow != Overflow::kTrim)
+    return "overflow: unknown policy";
+  return nullptr;
+}
+
+const char* Link::init(const LinkConfig& cfg) {
+  if (const char* why = validate(cfg)) return why;
+  *this = Link{};
+  cfg_ = cfg;
+  rate_mbps_ = cfg.rate_mbps;
+  return nullptr;
+}
+
+uint64_t Link::backlog_bytes(TimeNs now) const {
+  return queued_bytes(data_busy_ps_, now * 1000);
+}
+
+Verdict Link::enqueue(PacketMeta& pkt, TimeNs now, Rng& rng) {
+  if (!up_) return drop(DropReason::kLinkDown);
+  if (blackhole_) return drop(DropReason::kBlackhole);
+  if (!blackholed_evs_.empty() &&
+      std::find(blackholed_evs_.begin(), blackholed_evs_.end(), pkt.ev) != blackholed_evs_.end())
+    return drop(DropReason::kEvBlackhole);
+
+  const uint64_t now_ps = std::max(now * 1000, last_now_ps_);
+  last_now_ps_ = now_ps;
+  uint64_t depart_ps = 0;
+  bool priority = pkt.control || pkt.trimmed;
+  if (!priority) {
+    const uint64_t ahead = queued_bytes(data_busy_ps_, now_ps);
+    counters_.max_backlog_bytes = std::max(counters_.max_backlog_bytes, ahead);
+    if (cfg_.buffer_bytes != kUnbounded && ahead + pkt.bytes > cfg_.buffer_bytes) {
+      if (!pkt.trimmable || cfg_.overflow != Overflow::kTrim || pkt.header_bytes == 0 ||
+          pkt.header_bytes >= pkt.bytes)
+        return drop(DropReason::kOverflow);
+      pkt.bytes = pkt.header_bytes;
+      pkt.trimmed = true;
+      ++counters_.trims;
+      priority = true;
+    } else {
+      if (pkt.ecn_capable && ahead > cfg_.ecn_threshold_bytes) {
+        pkt.ce = true;
+        ++counters_.ce_marks;
+      }
+      depart_ps = std::max(data_busy_ps_, now_ps) + serialise_ps(pkt.bytes);
+      data_busy_ps_ = depart_ps;
+    }
+  }
+  if (priority) {
+    if (cfg_.priority_buffer_bytes != kUnbounded &&
+        queued_bytes(prio_busy_ps_, now_ps) + pkt.bytes > cfg_.priority_buffer_bytes)
+      return drop(DropReason::kPriorityOverflow);
+    const uint64_t ser = serialise_ps(pkt.bytes);
+    depart_ps = std::max(prio_busy_ps_, now_ps) + ser;
+    prio_busy_ps_ = depart_ps;
+    // Data that arrives from now on waits for this packet too.
+    data_busy_ps_ = std::max(data_busy_ps_ + ser, depart_ps);
+  }
+  const uint64_t ser_ps = serialise_ps(pkt.bytes);
+  ++counters_.packets;
+  counters_.bytes += pkt.bytes;
+  counters_.busy_ps += ser_ps;
+  // A gray link loses the packet on the wire: it still used the link.
+  if (loss_rate_ > 0 && rng.uniform() < loss_rate_) return drop(DropReason::kLoss);
+  return Verdict{(depart_ps + 999) / 1000 + cfg_.delay_ns, DropReason::kNone};
+}
+
+void Link::set_up(bool up, TimeNs now) {
+  if (up == up_) return;
+  up_ = up;
+  if (!up) {
+    ++down_count_;
+    // Whatever was queued is gone; the queue restarts empty.
+    data_busy_ps_ = prio_busy_ps_ = std::max(now * 1000, last_now_ps_);
+  }
+}
+
+void Link::set_ev_blackholed(uint32_t ev, bool on) {
+  const auto it = std::find(blackholed_evs_.begin(), blackholed_evs_.end(), ev);
+  if (on && it == blackholed_evs_.end()) blackholed_evs_.push_back(ev);
+  if (!on && it != blackholed_evs_.end()) blackholed_evs_.erase(it);
+}
+
+void Link::set_rate_factor(double factor) {
+  if (!(factor > 0)) factor = 1e-6;
+  factor = std::min(factor, 1.0);
+  rate_mbps_ = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(cfg_.rate_mbps * factor)));
+}
+
+}  // namespace softmrc::fabric

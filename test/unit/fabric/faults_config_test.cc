@@ -1,0 +1,233 @@
+// Fault schedules (expansion, order, effect on the fabric) and the YAML
+// readers, including that every error names its key.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "fabric/config.h"
+#include "fabric/faults.h"
+
+namespace softmrc::fabric {
+namespace {
+
+TopologyConfig small() {
+  TopologyConfig c;
+  c.hosts = 16;
+  c.planes = 2;
+  c.radix = 8;
+  c.reroute_ns = 1000;
+  return c;
+}
+
+FaultSpec link_fault(FaultKind kind, TimeNs at) {
+  FaultSpec s;
+  s.where = "faults[0]";
+  s.kind = kind;
+  s.at_ns = at;
+  s.target.form = FaultTarget::Form::kFabricLink;
+  s.target.plane = 1;
+  s.target.leaf = 2;
+  s.target.spine = 3;
+  return s;
+}
+
+std::string error_of(const std::string& yaml) {
+  try {
+    const ConfigNode root = ConfigNode::parse(yaml);
+    if (root.has("topology")) read_topology(root.map("topology"));
+    read_faults(root, "faults");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(FaultSchedule, LinkDownForADurationComesBackUp) {
+  Fabric f;
+  ASSERT_EQ(f.init(small()), nullptr);
+  FaultSchedule s;
+  FaultSpec spec = link_fault(FaultKind::kLinkDown, 5000);
+  spec.for_ns = 2000;
+  ASSERT_EQ(s.add(spec, f.topology()), "");
+  ASSERT_EQ(s.events().size(), 2u);
+  const uint32_t up = f.topology().leaf_up(1, 2, 3);
+  const uint32_t down = f.topology().spine_down(1, 3, 2);
+  EXPECT_EQ(s.next_at(), 5000u);
+  EXPECT_TRUE(s.apply_due(4999, f).empty());
+  const auto first = s.apply_due(5000, f);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].what, "link_down p1 leaf2<->spine3");
+  EXPECT_FALSE(f.link(up).up());
+  EXPECT_FALSE(f.link(down).up());
+  EXPECT_EQ(s.next_at(), 7000u);
+  ASSERT_EQ(s.apply_due(7000, f).size(), 1u);
+  EXPECT_TRUE(f.link(up).up());
+  EXPECT_EQ(s.next_at(), kNever);
+}
+
+TEST(FaultSchedule, FlapExpandsIntoCyclesInTimeOrderWithOtherFaults) {
+  Fabric f;
+  ASSERT_EQ(f.init(small()), nullptr);
+  FaultSchedule s;
+  FaultSpec flap = link_fault(FaultKind::kFlap, 1000);
+  flap.period_ns = 1000;
+  flap.down_ns = 300;
+  flap.count = 3;
+  ASSERT_EQ(s.add(flap, f.topology()), "");
+  FaultSpec gray = link_fault(FaultKind::kGray, 1500);
+  gray.loss = 0.01;
+  ASSERT_EQ(s.add(gray, f.topology()), "");
+  std::vector<TimeNs> at;
+  for (const FaultEvent& e : s.events()) at.push_back(e.at_ns);
+  EXPECT_EQ(at, (std::vector<TimeNs>{1000, 1300, 1500, 2000, 2300, 3000, 3300}));
+  s.apply_due(1600, f);
+  EXPECT_DOUBLE_EQ(f.link(f.topology().leaf_up(1, 2, 3)).loss_rate(), 0.01);
+  EXPECT_TRUE(f.link(f.topology().leaf_up(1, 2, 3)).up());
+}
+
+TEST(FaultSchedule, SwitchRebootTakesEveryLinkOfTheSwitch) {
+  Fabric f;
+  ASSERT_EQ(f.init(small()), nullptr);
+  FaultSchedule s;
+  FaultSpec spec;
+  spec.where = "faults[0]";
+  spec.kind = FaultKind::kSwitchDown;
+  spec.target.form = FaultTarget::Form::kSpine;
+  spec.target.plane = 0;
+  spec.target.spine = 1;
+  spec.at_ns = 100;
+  spec.for_ns = 900;
+  ASSERT_EQ(s.add(spec, f.topology()), "");
+  EXPECT_EQ(s.events()[0].links.size(), 2u * f.topology().leaves());
+  s.apply_due(100, f);
+  for (uint32_t l = 0; l < f.topology().leaves(); ++l) {
+    EXPECT_FALSE(f.link(f.topology().leaf_up(0, l, 1)).up());
+    EXPECT_FALSE(f.link(f.topology().spine_down(0, 1, l)).up());
+  }
+  s.apply_due(1000, f);
+  EXPECT_TRUE(f.link(f.topology().leaf_up(0, 0, 1)).up());
+}
+
+TEST(FaultSchedule, DegradeAndBlackholeAreUndoneWhenTheyEnd) {
+  Fabric f;
+  ASSERT_EQ(f.init(small()), nullptr);
+  FaultSchedule s;
+  FaultSpec slow = link_fault(FaultKind::kDegrade, 0);
+  slow.rate_factor = 0.5;
+  slow.for_ns = 100;
+  FaultSpec hole = link_fault(FaultKind::kBlackhole, 0);
+  hole.for_ns = 200;
+  ASSERT_EQ(s.add(slow, f.topology()), "");
+  ASSERT_EQ(s.add(hole, f.topology()), "");
+  const Link& l = f.link(f.topology().leaf_up(1, 2, 3));
+  s.apply_due(0, f);
+  EXPECT_EQ(l.rate_mbps(), l.config().rate_mbps / 2);
+  EXPECT_TRUE(l.blackhole());
+  s.apply_due(200, f);
+  EXPECT_EQ(l.rate_mbps(), l.config().rate_mbps);
+  EXPECT_FALSE(l.blackhole());
+}
+
+TEST(FaultSchedule, RefusesTargetsTheTopologyDoesNotHave) {
+  Topology t;
+  ASSERT_EQ(t.init(small()), nullptr);
+  FaultSchedule s;
+  FaultSpec spec = link_fault(FaultKind::kLinkDown, 0);
+  spec.target.leaf = 9;
+  EXPECT_EQ(s.add(spec, t), "faults[0]: leaf 9 does not exist (leaves: 4)");
+  spec = link_fault(FaultKind::kSwitchDown, 0);
+  EXPECT_EQ(s.add(spec, t), "faults[0]: switch_down needs a switch: leaf or spine alone");
+  spec = link_fault(FaultKind::kFlap, 0);
+  spec.period_ns = 100;
+  spec.down_ns = 100;
+  spec.count = 1;
+  EXPECT_EQ(s.add(spec, t), "faults[0]: down_us: must be above 0 and below period_us");
+  EXPECT_TRUE(s.events().empty());
+}
+
+TEST(Config, TopologyKeysWithUnitsAndDefaults) {
+  const ConfigNode root = ConfigNode::parse(R"(
+topology:
+  hosts: 64
+  planes: 4
+  radix: 16
+  oversubscription: 1
+  host_link: {gbps: 400, delay_ns: 300}
+  fabric_link: {gbps: 200}
+  switch_queue: {buffer_kib: 512, ecn_kib: 100, overflow: drop}
+  ev_routing: structured
+  reroute_us: 50
+)");
+  const TopologyConfig c = read_topology(root.map("topology"));
+  EXPECT_EQ(c.hosts, 64u);
+  EXPECT_EQ(c.planes, 4u);
+  EXPECT_EQ(c.host_link_mbps, 400'000u);
+  EXPECT_EQ(c.host_link_delay_ns, 300u);
+  EXPECT_EQ(c.fabric_link_mbps, 200'000u);
+  EXPECT_EQ(c.fabric_link_delay_ns, 500u);  // default
+  EXPECT_EQ(c.buffer_bytes, 512u << 10);
+  EXPECT_EQ(c.ecn_threshold_bytes, 100u << 10);
+  EXPECT_EQ(c.priority_buffer_bytes, 64u << 10);  // default
+  EXPECT_EQ(c.overflow, Overflow::kDrop);
+  EXPECT_EQ(c.ev_routing, EvRouting::kStructured);
+  EXPECT_EQ(c.reroute_ns, 50'000u);
+}
+
+TEST(Config, EveryErrorNamesItsKey) {
+  EXPECT_EQ(error_of("topology: {hosts: 16, radix: 8, radx: 3}"),
+            "topology.radx: unknown key (known here: hosts, planes, radix, oversubscription, "
+            "host_link, fabric_link, switch_queue, ev_routing, reroute_us, hash_seed)");
+  EXPECT_EQ(error_of("topology: {hosts: 16}"),
+            "topology.radix: missing (an integer in [2, 1024] is required)");
+  EXPECT_EQ(error_of("topology: {hosts: 16, radix: 8, host_link: {gbps: fast}}"),
+            "topology.host_link.gbps: must be a number in [0.001, 10000], got 'fast'");
+  EXPECT_EQ(error_of("topology: {hosts: 16, radix: 8, switch_queue: {overflow: mark}}"),
+            "topology.switch_queue.overflow: must be one of drop, trim, got 'mark'");
+  EXPECT_EQ(error_of("topology: {hosts: 500, radix: 8}"),
+            "topology: hosts: more leaves than a spine has ports (raise radix or "
+            "oversubscription)");
+  EXPECT_EQ(error_of("faults: [{type: melt, at_us: 1, plane: 0, spine: 1}]"),
+            "faults[0].type: must be one of link_down, link_up, switch_down, switch_up, "
+            "blackhole, gray, flap, degrade, got 'melt'");
+  EXPECT_EQ(error_of("faults: [{type: gray, plane: 0, spine: 1, loss: 0.1}]"),
+            "faults[0].at_us: missing (a number in [0, 1e+09] is required)");
+  EXPECT_EQ(error_of("faults: [{type: gray, at_us: 1, plane: 0, host: 1, spine: 1, loss: 0.1}]"),
+            "faults[0].plane: name exactly one target besides the plane: host, leaf and/or "
+            "spine, or all_fabric_links: true");
+  EXPECT_EQ(error_of("faults: [{type: link_down, at_us: 1, plane: 0, host: 1, loss: 0.1}]"),
+            "faults[0].loss: does not apply to a link_down fault");
+  EXPECT_EQ(error_of("faults: {type: link_down}"), "faults: must be a list");
+  EXPECT_NE(error_of("topology: [1, 2").find("line 1"), std::string::npos);
+}
+
+TEST(Config, FaultsOfEveryKind) {
+  const ConfigNode root = ConfigNode::parse(R"(
+faults:
+  - {type: link_down, at_us: 10, for_us: 5, plane: 0, leaf: 1, spine: 2}
+  - {type: switch_down, at_us: 20, for_us: 100, plane: 1, spine: 3}
+  - {type: gray, at_us: 0, plane: 1, all_fabric_links: true, loss: 0.01}
+  - {type: flap, at_us: 1, plane: 0, host: 3, period_us: 10, down_us: 2, count: 4}
+  - {type: degrade, at_us: 1, plane: 0, leaf: 0, spine: 0, rate: 0.25, direction: up}
+  - {type: blackhole, at_us: 1, plane: 0, leaf: 2}
+)");
+  const std::vector<FaultSpec> specs = read_faults(root, "faults");
+  ASSERT_EQ(specs.size(), 6u);
+  EXPECT_EQ(specs[0].kind, FaultKind::kLinkDown);
+  EXPECT_EQ(specs[0].at_ns, 10'000u);
+  EXPECT_EQ(specs[0].for_ns, 5'000u);
+  EXPECT_EQ(specs[1].target.form, FaultTarget::Form::kSpine);
+  EXPECT_EQ(specs[2].target.form, FaultTarget::Form::kPlaneFabric);
+  EXPECT_DOUBLE_EQ(specs[2].loss, 0.01);
+  EXPECT_EQ(specs[3].target.form, FaultTarget::Form::kHostLink);
+  EXPECT_EQ(specs[3].count, 4u);
+  EXPECT_EQ(specs[4].target.direction, Direction::kUp);
+  EXPECT_EQ(specs[5].target.form, FaultTarget::Form::kLeaf);
+  Topology t;
+  ASSERT_EQ(t.init(small()), nullptr);
+  FaultSchedule s;
+  for (const FaultSpec& spec : specs) EXPECT_EQ(s.add(spec, t), "");
+  EXPECT_EQ(s.events().size(), 2u + 2 + 1 + 8 + 1 + 1);
+}
+
+}  // namespace
+}  // namespace softmrc::fabric
