@@ -42,11 +42,12 @@ PY
   failed=$((failed + f))
 }
 
-run() { # dir [meson test options...]
+run() { # dir [meson test options...]; $targets: what to build (default: all)
   local dir=$1
   shift
   rm -f "$dir/meson-logs/testlog.json"
-  if ! ninja -C "$dir" >"$dir.build.log" 2>&1; then
+  # shellcheck disable=SC2086 # $targets is a list
+  if ! ninja -C "$dir" ${targets:-} >"$dir.build.log" 2>&1; then
     tail -40 "$dir.build.log"
     echo "test.sh: build failed in $dir" >&2
     failed=$((failed + 1))
@@ -59,7 +60,10 @@ run() { # dir [meson test options...]
 configure build --buildtype=debugoptimized && run build --no-suite fuzz
 configure build-san --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false &&
   run build-san --suite unit --suite sim
-CXX=clang++ configure build-fuzz --buildtype=debug -Dfuzz=true && run build-fuzz --suite fuzz
+# Only the fuzz targets: softmrcd's cmdline tables use a GCC extension
+# (initialised flexible array members) that clang refuses in C++.
+CXX=clang++ configure build-fuzz --buildtype=debug -Dfuzz=true &&
+  targets="test/fuzz/parse_fuzz" run build-fuzz --suite fuzz
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -308,7 +308,10 @@ def case_sigterm(args, drain_ms=2000):
     s = summary_counts(out)
     check(s['errors'] == 0 and s['mismatches'] == 0, f'errors: {s}', out)
     check(s['posted'] == s['completed'] + s['flushed'], f'messages unaccounted for: {s}', out)
-    check(s['verified'] == s['completed'], f'completed but not verified: {s}', out)
+    # A flushed message may already have been placed at the responder (its
+    # ACK was still on the way), so verified lies between the two.
+    check(s['completed'] <= s['verified'] <= s['completed'] + s['flushed'],
+          f'completed but not verified, or verified twice: {s}', out)
     check(in_flight > 0, 'nothing was in flight at SIGTERM', out)
     if drain_ms:
         check(flushed == 0 and drained == in_flight, 'in-flight work did not complete', out)
