@@ -454,24 +454,20 @@ void report_dip(const Options& o, const std::vector<uint64_t>& bins, double bin_
     stall = std::max(stall, run);
   }
   const double rtt_ns = 4 * o.prop_us * 1000;
-  const auto span = [&](size_t n) {
-    static char text[2][64];
-    static int k = 0;
-    char* out = text[k ^= 1];
-    if (n == SIZE_MAX)
-      std::snprintf(out, sizeof text[0], "not within 1 ms");
-    else
-      std::snprintf(out, sizeof text[0], "%.0f us (%.0f base RTTs)", n * bin_ns / 1e3,
-                    n * bin_ns / rtt_ns);
-    return out;
+  const auto span = [&](size_t n) -> std::string {
+    if (n == SIZE_MAX) return "not within 1 ms";
+    char text[64];
+    std::snprintf(text, sizeof text, "%.0f us (%.0f base RTTs)", n * bin_ns / 1e3,
+                  n * bin_ns / rtt_ns);
+    return text;
   };
   std::printf("plane %d %s at t=%.1f ms: goodput %.1f Gb/s before, %.1f Gb/s on %u planes after\n",
               o.fail_plane, o.fail_link_down ? "down" : "blackholed", o.fail_at_ms, gbps(before),
               gbps(after), o.planes - 1);
   std::printf("  back to 90%% of the new level in %s, lowest %.1f Gb/s before that\n",
-              span(to_new_level), gbps(dip));
+              span(to_new_level).c_str(), gbps(dip));
   std::printf("  back to %u/%u of the old level in %s; longest stretch with no delivery %s\n",
-              o.planes - 1, o.planes, span(to_old_share), span(stall));
+              o.planes - 1, o.planes, span(to_old_share).c_str(), span(stall).c_str());
 }
 
 }  // namespace

@@ -68,11 +68,7 @@ Status Endpoint::create_qp(uint32_t* qpn) {
 // Control packets still queued for a QP point into its EV set: drop them
 // before the EV set goes away (destroy) or is rebuilt (reset).
 void Endpoint::purge_ctrl(uint32_t qpn) {
-  for (uint32_t n = ctrl_.size(); n > 0; --n) {
-    const TxPacket p = ctrl_.front();
-    ctrl_.pop();
-    if (p.src_qpn != qpn) ctrl_.push(p);
-  }
+  ctrl_.erase_if([qpn](const TxPacket& p) { return p.src_qpn == qpn; });
 }
 
 Status Endpoint::destroy_qp(uint32_t qpn) {
@@ -84,20 +80,19 @@ Status Endpoint::destroy_qp(uint32_t qpn) {
   timers_.set(qpn - 1, kNever);
   if (queued_[qpn - 1]) {
     queued_[qpn - 1] = false;
-    for (uint32_t n = ready_.size(); n > 0; --n) {
-      const uint32_t other = ready_.front();
-      ready_.pop();
-      if (other != qpn) ready_.push(other);
-    }
+    ready_.erase_if([qpn](uint32_t other) { return other == qpn; });
   }
   return {};
 }
 
+void Endpoint::make_ready(uint32_t qpn) {
+  if (queued_[qpn - 1]) return;
+  queued_[qpn - 1] = true;
+  ready_.push(qpn);  // cannot fail: one slot per QP
+}
+
 void Endpoint::touched(uint32_t qpn) {
-  if (!queued_[qpn - 1]) {
-    queued_[qpn - 1] = true;
-    ready_.push(qpn);  // cannot fail: one slot per QP
-  }
+  make_ready(qpn);
   timers_.set(qpn - 1, qps_[qpn - 1].next_timer());
 }
 
@@ -278,10 +273,7 @@ size_t Endpoint::poll_tx(TxPacket* out, size_t max, TimeNs now) {
     const uint32_t qpn = timers_.top_key() + 1;
     qps_[qpn - 1].on_timers(now, s);
     timers_.set(qpn - 1, kNever);
-    if (!queued_[qpn - 1]) {
-      queued_[qpn - 1] = true;
-      ready_.push(qpn);
-    }
+    make_ready(qpn);
   }
   size_t n = 0;
   for (; n < max && !ctrl_.empty(); ctrl_.pop()) out[n++] = ctrl_.front();

@@ -96,6 +96,7 @@ class Endpoint {
     return Sinks{ctrl_, cq_, events_, counters_, mem_, local_planes_, port_status_seq_};
   }
   void purge_ctrl(uint32_t qpn);
+  void make_ready(uint32_t qpn);  // joins the ready list unless already on it
   // After anything that may give the QP work or move its timers.
   void touched(uint32_t qpn);
   void answer_probe(const wire::PacketView& pkt, uint8_t plane, TimeNs now, uint32_t src_peer);

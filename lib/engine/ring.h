@@ -39,6 +39,15 @@ class Ring {
   T* emplace() { return full() ? nullptr : &buf_[tail_++ & mask_]; }
   void pop() { ++head_; }
   void clear() { head_ = tail_; }
+  // Drops the entries `pred` selects, keeping the others in order. O(size).
+  template <typename Pred>
+  void erase_if(Pred pred) {
+    for (uint32_t n = size(); n > 0; --n) {
+      const T v = front();
+      pop();
+      if (!pred(v)) push(v);
+    }
+  }
 
  private:
   std::vector<T> buf_;

@@ -17,7 +17,7 @@ constexpr uint32_t kEcnAvoidMaxScan = 8;
 // How far one congestion signal lowers a plane's weight (a fraction
 // 2^-shift of it): a trim means a full queue, a CE mark a growing one. A
 // clean acknowledgement adds kPlaneWeightGain back. At equilibrium roughly
-// one acknowledgement in kEcnWeightShift carries a mark.
+// one acknowledgement in 2^kEcnWeightShift carries a mark.
 constexpr uint32_t kEcnWeightShift = 6;
 constexpr uint32_t kTrimWeightShift = 3;
 constexpr uint32_t kPlaneWeightGain = 1;
@@ -250,8 +250,8 @@ void EvSet::on_acked(uint32_t ev) {
 
 void EvSet::lower_weight(uint8_t p, uint32_t shift) {
   Plane& plane = plane_[p];
-  const uint32_t step = std::max(plane.weight >> shift, 1u);
-  plane.weight = std::max(plane.weight - std::min(step, plane.weight), kPlaneWeightMin);
+  const uint32_t step = std::max(plane.weight >> shift, 1u);  // <= weight, as weight >= 1
+  plane.weight = std::max(plane.weight - step, kPlaneWeightMin);
 }
 
 void EvSet::on_ecn(uint32_t ev, TimeNs now) {
