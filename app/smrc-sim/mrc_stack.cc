@@ -147,6 +147,7 @@ MrcStack::QpTotals MrcStack::totals(const engine::Qp& q) {
   QpTotals t;
   std::copy(c.retransmits.begin(), c.retransmits.end(), t.retx.begin());
   t.timeouts = c.timeouts;
+  t.duplicates_rx = c.rx_duplicates;
   t.trimmed_rx = c.rx_trimmed;
   return t;
 }
@@ -161,6 +162,8 @@ void MrcStack::add(StackCounters& to, const QpTotals& now, const QpTotals& base)
   to.retx_timeout += retx(RetxCause::kTimeout);
   to.retx_oow += retx(RetxCause::kOutOfWindow);
   to.retx_plane += retx(RetxCause::kPlaneDown);
+  to.retx_tail_probe += retx(RetxCause::kTailProbe);
+  to.needless += now.duplicates_rx - base.duplicates_rx;
   for (size_t r = 0; r < now.retx.size(); ++r) to.retransmits += now.retx[r] - base.retx[r];
   to.timeouts += now.timeouts - base.timeouts;
   to.trimmed_rx += now.trimmed_rx - base.trimmed_rx;

@@ -62,8 +62,9 @@ class MrcStack final : public Stack {
   // The engine counters a run reports, as of some moment: a QP's counters
   // run on across connections, so a connection's share is a difference.
   struct QpTotals {
-    std::array<uint64_t, 5> retx{};  // by engine::RetxCause
+    std::array<uint64_t, static_cast<size_t>(engine::RetxCause::kCount)> retx{};
     uint64_t timeouts = 0;
+    uint64_t duplicates_rx = 0;
     uint64_t trimmed_rx = 0;
   };
   static QpTotals totals(const engine::Qp& q);

@@ -96,10 +96,11 @@ void print_summary(std::FILE* out, const RunResult& r) {
   std::fprintf(out,
                "  data packets %" PRIu64 ", retransmits %" PRIu64 " (trim %" PRIu64 " sack %" PRIu64
                " timeout %" PRIu64 " out-of-window %" PRIu64 " plane %" PRIu64
-               "; go-back-N rewinds %" PRIu64 ", arrivals discarded behind a hole %" PRIu64
-               "), timeouts %" PRIu64 "\n",
+               " tail-probe %" PRIu64 "; needless %" PRIu64 "; go-back-N rewinds %" PRIu64
+               ", arrivals discarded behind a hole %" PRIu64 "), timeouts %" PRIu64 "\n",
                c.data_packets, c.retransmits, c.retx_trim, c.retx_sack, c.retx_timeout, c.retx_oow,
-               c.retx_plane, c.go_back_n, c.out_of_order_rx, c.timeouts);
+               c.retx_plane, c.retx_tail_probe, c.needless, c.go_back_n, c.out_of_order_rx,
+               c.timeouts);
   std::fprintf(out, "  fabric: trims %" PRIu64 ", CE marks %" PRIu64 ", drops", r.trims,
                r.ce_marks);
   for (size_t i = 1; i < r.drops.size(); ++i)
@@ -163,15 +164,17 @@ std::string write_results(const std::string& dir, const Scenario& sc,
                  "     \"utilisation\": {\"fabric\": %.4f, \"fabric_max\": %.4f, \"nic_up\": "
                  "%.4f, \"nic_down\": %.4f},\n",
                  r.util_fabric, r.util_fabric_max, r.util_host_up, r.util_host_down);
-    std::fprintf(
-        json.get(),
-        "     \"packets\": {\"data\": %" PRIu64 ", \"retransmits\": %" PRIu64
-        ", \"retx_trim\": %" PRIu64 ", \"retx_sack\": %" PRIu64 ", \"retx_timeout\": %" PRIu64
-        ", \"retx_oow\": %" PRIu64 ", \"retx_plane\": %" PRIu64 ", \"go_back_n\": %" PRIu64
-        ", \"out_of_order\": %" PRIu64 ", \"timeouts\": %" PRIu64 ", \"trims\": %" PRIu64
-        ", \"ce_marks\": %" PRIu64 ", \"stale\": %" PRIu64 "},\n",
-        c.data_packets, c.retransmits, c.retx_trim, c.retx_sack, c.retx_timeout, c.retx_oow,
-        c.retx_plane, c.go_back_n, c.out_of_order_rx, c.timeouts, r.trims, r.ce_marks, c.stale_rx);
+    std::fprintf(json.get(),
+                 "     \"packets\": {\"data\": %" PRIu64 ", \"retransmits\": %" PRIu64
+                 ", \"retx_trim\": %" PRIu64 ", \"retx_sack\": %" PRIu64
+                 ", \"retx_timeout\": %" PRIu64 ", \"retx_oow\": %" PRIu64
+                 ", \"retx_plane\": %" PRIu64 ", \"retx_tail_probe\": %" PRIu64
+                 ", \"needless\": %" PRIu64 ", \"go_back_n\": %" PRIu64
+                 ", \"out_of_order\": %" PRIu64 ", \"timeouts\": %" PRIu64 ", \"trims\": %" PRIu64
+                 ", \"ce_marks\": %" PRIu64 ", \"stale\": %" PRIu64 "},\n",
+                 c.data_packets, c.retransmits, c.retx_trim, c.retx_sack, c.retx_timeout,
+                 c.retx_oow, c.retx_plane, c.retx_tail_probe, c.needless, c.go_back_n,
+                 c.out_of_order_rx, c.timeouts, r.trims, r.ce_marks, c.stale_rx);
     std::fprintf(json.get(), "     \"drops\": {");
     for (size_t d = 1; d < r.drops.size(); ++d)
       std::fprintf(json.get(), "%s\"%s\": %" PRIu64, d > 1 ? ", " : "",

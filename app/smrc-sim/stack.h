@@ -63,7 +63,9 @@ struct StackCounters {
   uint64_t data_packets = 0;  // sent, retransmissions included
   uint64_t retransmits = 0;   // data packets sent again
   // MRC's retransmissions by cause (engine::RetxCause order).
-  uint64_t retx_trim = 0, retx_sack = 0, retx_timeout = 0, retx_oow = 0, retx_plane = 0;
+  uint64_t retx_trim = 0, retx_sack = 0, retx_timeout = 0, retx_oow = 0, retx_plane = 0,
+           retx_tail_probe = 0;
+  uint64_t needless = 0;   // MRC: copies a receiver already had (a resend that was not needed)
   uint64_t go_back_n = 0;  // baseline: NAK-triggered rewinds
   uint64_t timeouts = 0;
   uint64_t trimmed_rx = 0;       // trimmed packets that reached a receiver

@@ -14,7 +14,15 @@ namespace softmrc::engine {
 inline constexpr size_t kNackCodes = 5;  // wire::NackCode values
 
 // Why a data packet was sent again.
-enum class RetxCause : uint8_t { kTrim, kSack, kTimeout, kOutOfWindow, kPlaneDown, kCount };
+enum class RetxCause : uint8_t {
+  kTrim,
+  kSack,
+  kTimeout,
+  kOutOfWindow,
+  kPlaneDown,
+  kTailProbe,  // a tail loss probe: the newest packet again when feedback went quiet
+  kCount,
+};
 const char* retx_cause_name(RetxCause cause);
 
 struct QpCounters {

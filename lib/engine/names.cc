@@ -56,6 +56,8 @@ const char* retx_cause_name(RetxCause cause) {
       return "out_of_window";
     case RetxCause::kPlaneDown:
       return "plane_down";
+    case RetxCause::kTailProbe:
+      return "tail_probe";
     case RetxCause::kCount:
       break;
   }

@@ -49,10 +49,13 @@ void Qp::reset() {
   wimm_outstanding_ = 0;
   rto_deadline_ = kNever;
   loss_deadline_ = kNever;
+  tlp_deadline_ = kNever;
+  tlp_psn_ = kNil;
+  tail_probes_ = 0;
   retries_ = 0;
   srtt_ns_ = 0;
   rtt_max_ns_ = 0;
-  reorder_mult_ = 1;
+  reorder_mult_ = kInitialReorderMult;
   losses_since_dup_ = 0;
   epsn_ = rx_high_ = 0;
   rx_window_psns_ = 0;
@@ -157,6 +160,7 @@ void Qp::fail(WcStatus status, uint32_t failed_wqe, const char* reason, Sinks& s
   inflight_bytes_ = 0;
   rto_deadline_ = kNever;
   loss_deadline_ = kNever;
+  tlp_deadline_ = kNever;
   ack_deadline_ = kNever;
   Event e;
   e.type = EventType::kQpError;
@@ -199,7 +203,7 @@ void Qp::drain_ev_events(Sinks& s) {
 TimeNs Qp::next_timer() const {
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return kNever;
   TimeNs t = std::min(ack_deadline_, rto_deadline_);
-  if (state_ == QpState::kRts) t = std::min({t, loss_deadline_, evs_.next_wakeup()});
+  if (state_ == QpState::kRts) t = std::min({t, loss_deadline_, tlp_deadline_, evs_.next_wakeup()});
   return t;
 }
 
@@ -212,6 +216,7 @@ void Qp::on_timers(TimeNs now, Sinks& s) {
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return;
   if (ack_deadline_ <= now) send_pending_ack(now, s);
   if (state_ == QpState::kRts && loss_deadline_ <= now) detect_losses(now);
+  if (state_ == QpState::kRts && tlp_deadline_ <= now) on_tail_probe(now);
   if (state_ == QpState::kRts && rto_deadline_ <= now) on_rto(now, s);
   drain_ev_events(s);
 }

@@ -27,10 +27,19 @@ namespace softmrc::engine {
 struct QpTuning {
   uint32_t ack_every_packets = 16;  // coalesce at most this many in-order packets per ACK
   TimeNs ack_delay_ns = 4'000;      // ...or hold an ACK at most this long
-  uint32_t reorder_threshold = 8;   // later transmissions acked before a hole counts as lost
+  uint32_t reorder_threshold = 1;   // later transmissions acked before a hole counts as lost
   bool trim_nack = true;            // answer trimmed packets with a NACK
   bool service_time = true;         // report responder service time in feedback
 };
+
+// The reorder window is the slowest recent RTT plus this many quarters of
+// the smoothed RTT. It starts at a whole RTT: sprayed paths differ by their
+// queues, and while queues build up in a connection's first RTTs every
+// sample is already out of date. Each needless resend widens it by one;
+// losses with no needless resend narrow it back, down to the floor.
+inline constexpr uint32_t kInitialReorderMult = 4;
+inline constexpr uint32_t kMinReorderMult = 2;
+inline constexpr uint32_t kMaxReorderMult = 16;
 
 // Where a QP puts what it produces; owned by the endpoint.
 struct Sinks {
@@ -163,6 +172,8 @@ class Qp {
   TimeNs rto_interval() const;
   void mark_lost(uint32_t psn, RetxCause cause, bool ev_penalty, TimeNs now);
   void detect_losses(TimeNs now);
+  TimeNs probe_timeout() const;
+  void on_tail_probe(TimeNs now);
   void complete_sends(Sinks& s);
   void on_rto(TimeNs now, Sinks& s);
   void requeue_plane(uint8_t plane, TimeNs now);
@@ -214,11 +225,15 @@ class Qp {
   uint32_t peer_window_psns_ = 0;  // the responder's advertised window (dynamic MPR)
   TimeNs rto_deadline_ = kNever;
   TimeNs loss_deadline_ = kNever;  // an overtaken packet leaves the reorder window
+  TimeNs tlp_deadline_ = kNever;   // feedback has been quiet too long: send a tail probe
+  uint32_t tlp_psn_ = kNil;        // the latest tail probe since the last progress
+  uint32_t tail_probes_ = 0;       // tail probes since the last progress
+  uint32_t tlp_lost_ev_ = kNoEv;   // the EV of the transmission the latest probe stands in for
   uint32_t retries_ = 0;           // timeouts since the last progress
   TimeNs srtt_ns_ = 0;
-  TimeNs rtt_max_ns_ = 0;          // slowest recent RTT sample, decaying
-  uint32_t reorder_mult_ = 1;      // reorder window slack, in quarter smoothed RTTs
-  uint32_t losses_since_dup_ = 0;  // SACK losses since the last duplicate feedback
+  TimeNs rtt_max_ns_ = 0;                        // slowest recent RTT sample, decaying
+  uint32_t reorder_mult_ = kInitialReorderMult;  // reorder window slack, in quarter smoothed RTTs
+  uint32_t losses_since_dup_ = 0;                // SACK losses since the last duplicate feedback
   uint16_t probe_req_id_ = 0;
 
   // Responder.

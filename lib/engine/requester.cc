@@ -8,7 +8,11 @@
 // sequence number and joins the in-flight list (oldest first). A packet is
 // lost once `reorder_threshold` later transmissions have been acknowledged
 // (it was overtaken on the SACK) and it is older than the reorder window,
-// or when the retransmit timer fires.
+// or when the retransmit timer fires. When feedback goes quiet for a probe
+// timeout (about two RTTs) with packets in flight, the newest one is sent
+// again on another EV, a tail loss probe (RACK-TLP, RFC 8985): a lost tail
+// packet, or a lost last ACK on a dead reverse path, then costs a few RTTs
+// instead of an ACK timeout, and no EV is blamed for it.
 #include <algorithm>
 #include <bit>
 
@@ -22,8 +26,8 @@ namespace {
 constexpr uint32_t kPortStatusCopies = 2;  // sent on different planes
 constexpr uint32_t kMaxBackoffShift = 25;  // 1.024 us * 2^24 * 2^25 stays far below 2^64
 constexpr TimeNs kRttMaxDecay = 64;        // per RTT sample, the max loses 1/64
-constexpr uint32_t kMaxReorderMult = 16;   // reorder window up to 4 smoothed RTTs over the max
 constexpr uint32_t kReorderRelaxLosses = 16;
+constexpr uint32_t kMaxTailProbes = 2;  // between two progresses
 
 }  // namespace
 
@@ -216,6 +220,7 @@ void Qp::build_data(uint32_t psn, uint32_t ev, bool retransmit, TimeNs now, TxPa
   counters_.tx_data_bytes += sl.len;
   if (retransmit) ++counters_.retransmits[static_cast<size_t>(sl.cause)];
   if (rto_deadline_ == kNever) rto_deadline_ = now + rto_interval();
+  if (!retransmit && srtt_ns_ != 0) tlp_deadline_ = now + probe_timeout();
 }
 
 void Qp::list_append(uint32_t psn) {
@@ -284,6 +289,26 @@ bool Qp::ack_psn(uint32_t psn, uint32_t* acked_bytes) {
   return true;
 }
 
+// Two smoothed RTTs (at least the slowest recent one) and the responder's
+// ACK delay: long enough that quiet feedback means something was lost.
+TimeNs Qp::probe_timeout() const {
+  return std::max(2 * srtt_ns_, rtt_max_ns_) + tuning_.ack_delay_ns;
+}
+
+// The newest packet in flight goes again, on another EV and without blame:
+// whether it or its ACK was lost, the copy's ACK reports the receiver's
+// state. A second probe (another EV, another reverse path for its ACK)
+// follows after twice the timeout; then only the ACK timeout is left.
+void Qp::on_tail_probe(TimeNs now) {
+  tlp_deadline_ = kNever;
+  if (list_tail_ == kNil || tail_probes_ >= kMaxTailProbes) return;
+  tlp_psn_ = list_tail_;
+  tlp_lost_ev_ = slot(list_tail_).ev;
+  ++tail_probes_;
+  mark_lost(list_tail_, RetxCause::kTailProbe, false, now);
+  if (tail_probes_ < kMaxTailProbes) tlp_deadline_ = now + 2 * probe_timeout();
+}
+
 // Overtaken is not enough on a multipath fabric, where paths differ in
 // delay (a congested plane queues): the packet must also be older than the
 // reorder window, the slowest recent RTT plus reorder_mult_ quarters of the
@@ -308,7 +333,7 @@ void Qp::detect_losses(TimeNs now) {
     mark_lost(list_head_, RetxCause::kSack, true, now);
     if (evs_.usable(ev)) cc_.on_loss(inflight_bytes_, now);
     // The window shrinks back after enough losses without a duplicate.
-    if (++losses_since_dup_ >= kReorderRelaxLosses && reorder_mult_ > 1) {
+    if (++losses_since_dup_ >= kReorderRelaxLosses && reorder_mult_ > kMinReorderMult) {
       --reorder_mult_;
       losses_since_dup_ = 0;
     }
@@ -358,6 +383,9 @@ void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
   const bool rtt_candidate = fb.code == wire::NackCode::kNone && ref_slot != nullptr &&
                              ref_slot->state == TxState::kInFlight && !ref_slot->retransmitted &&
                              ref_slot->ev == fb.echo_tag;
+  // Feedback on the tail probe's copy itself, not on an older transmission.
+  const bool answers_probe = tlp_psn_ != kNil && ref == tlp_psn_ && ref_slot != nullptr &&
+                             ref_slot->state == TxState::kInFlight && ref_slot->ev == fb.echo_tag;
 
   uint32_t acked_bytes = 0;
   bool progress = false;
@@ -404,12 +432,19 @@ void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
   }
 
   // A duplicate reached the responder: a copy was resent that had not been
-  // lost. Reordering is deeper than the window assumed, so widen it
-  // (RACK's response to a DSACK).
+  // lost. Unless it was a tail probe (which expects that), reordering is
+  // deeper than the window assumed, so widen it (RACK's response to a DSACK).
   if (fb.flags & wire::kFbDuplicate) {
     ++counters_.duplicate_feedback;
-    reorder_mult_ = std::min(reorder_mult_ + 1, kMaxReorderMult);
-    losses_since_dup_ = 0;
+    if (!answers_probe) {
+      reorder_mult_ = std::min(reorder_mult_ + 1, kMaxReorderMult);
+      losses_since_dup_ = 0;
+    }
+  } else if (answers_probe && fb.code == wire::NackCode::kNone) {
+    // The probe's copy was news to the responder: the transmission it
+    // stood in for was lost, so its EV lost it (RACK-TLP's loss detection).
+    evs_.on_loss(tlp_lost_ev_, now);
+    if (evs_.usable(tlp_lost_ev_)) cc_.on_loss(inflight_bytes_, now);
   }
 
   const bool ecn = (fb.flags & wire::kFbEcnEcho) != 0 || fb.ce_count > 0;
@@ -422,6 +457,9 @@ void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
   if (progress) {
     retries_ = 0;
     rto_deadline_ = snd_una_ == snd_nxt_ ? kNever : now + rto_interval();
+    tlp_psn_ = kNil;
+    tail_probes_ = 0;
+    tlp_deadline_ = list_head_ == kNil || srtt_ns_ == 0 ? kNever : now + probe_timeout();
   }
   complete_sends(s);
   drain_ev_events(s);
@@ -460,6 +498,9 @@ void Qp::on_rto(TimeNs now, Sinks& s) {
   cc_.on_timeout(now);
   while (list_head_ != kNil) mark_lost(list_head_, RetxCause::kTimeout, true, now);
   loss_deadline_ = kNever;
+  tlp_deadline_ = kNever;
+  tlp_psn_ = kNil;
+  tail_probes_ = 0;
   rto_deadline_ = now + rto_interval();
 }
 

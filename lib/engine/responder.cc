@@ -5,9 +5,9 @@
 // "Responder".
 //
 // ACK policy: coalesced (every `ack_every_packets` packets, or after
-// `ack_delay_ns`) while packets arrive in order; immediate on a gap, a
-// duplicate, a trimmed or out-of-window packet, and on the last packet of a
-// message.
+// `ack_delay_ns`) while packets arrive in order; immediate on a gap, on the
+// packet that fills one, on a duplicate, a trimmed or out-of-window packet,
+// and when a message's last packet arrives or becomes cumulatively received.
 #include <algorithm>
 #include <cstring>
 
@@ -135,7 +135,13 @@ void Qp::on_data(const wire::PacketView& pkt, uint8_t plane, TimeNs now, Sinks& 
     if (imm) ++wimm_pending_;
   }
   if (psn_diff(psn_add(psn, 1), rx_high_) > 0) rx_high_ = psn_add(psn, 1);
-  if (d == 0) advance_epsn(s);
+  // Filling the oldest hole acknowledges the packets queued behind it, and
+  // may complete messages the requester is waiting on: no coalescing then.
+  bool filled = false;
+  if (d == 0) {
+    advance_epsn(s);
+    filled = epsn_ != psn_add(psn, 1);
+  }
 
   ++unacked_;
   ack_ref_psn_ = psn;
@@ -143,7 +149,8 @@ void Qp::on_data(const wire::PacketView& pkt, uint8_t plane, TimeNs now, Sinks& 
   ack_ref_plane_ = plane;
   ack_ref_ce_ = ce;
   ack_ref_arrival_ns_ = now;
-  const bool immediate = d != 0 || epsn_ != rx_high_ || wire::is_last(t.opcode) || t.ack_req;
+  const bool immediate =
+      d != 0 || filled || epsn_ != rx_high_ || wire::is_last(t.opcode) || t.ack_req;
   if (immediate || unacked_ >= tuning_.ack_every_packets)
     send_pending_ack(now, s);
   else if (ack_deadline_ == kNever)

@@ -304,8 +304,10 @@ TEST(Sack, HoleIsResentOnceOvertakenByEnoughLaterPacketsAndOlderThanTheReorderWi
   q.ep.on_packet(q.ack(100, 109, tx[9].ev, later), 0, 4'000);  // RTT sample: 4 us
   EXPECT_EQ(q.qp().srtt_ns(), 4'000u);
   EXPECT_TRUE(q.tx(4'000).empty()) << "still inside the reorder window";
-  EXPECT_EQ(q.ep.next_wakeup(), 5'000u);
-  const auto resent = q.tx(5'000);
+  // The window: rtt_max + kInitialReorderMult quarters of srtt = 4 + 4 us.
+  EXPECT_EQ(q.ep.next_wakeup(), 8'000u);
+  EXPECT_TRUE(q.tx(7'999).empty());
+  const auto resent = q.tx(8'000);
   ASSERT_EQ(resent.size(), 1u);
   EXPECT_EQ(resent[0].t.psn, 100u);
   EXPECT_NE(resent[0].ev, tx[0].ev) << "never on the EV that lost it";
@@ -319,15 +321,73 @@ TEST(Sack, HoleIsResentOnceOvertakenByEnoughLaterPacketsAndOlderThanTheReorderWi
   EXPECT_EQ(ev[0].ev.new_state, EvState::kAssumedBad);
 }
 
-TEST(Sack, HoleOvertakenByTooFewPacketsWaitsForTheTimer) {
-  OneQp q;
+TEST(Sack, HoleOvertakenByTooFewPacketsWaitsForTheTailProbe) {
+  OneQpConfig cfg;  // ack_delay 4 us
+  cfg.tuning.reorder_threshold = 8;
+  OneQp q(cfg);
   ASSERT_TRUE(q.write(1, 0, 8 * 1024).ok());
   const auto tx = q.tx(0);
   q.ep.on_packet(q.ack(100, 107, tx[7].ev, {101, 102, 103, 104, 105, 106, 107}), 0, 4'000);
-  EXPECT_TRUE(q.tx(100'000).empty());
-  EXPECT_EQ(q.qp().evs().state(tx[0].ev), EvState::kGood);
+  // srtt = rtt_max = 4 us: the probe timeout is 2 x 4 + 4 us after the ACK.
+  EXPECT_EQ(q.ep.next_wakeup(), 16'000u);
+  EXPECT_TRUE(q.tx(15'999).empty());
+  const auto probe = q.tx(16'000);
+  ASSERT_EQ(probe.size(), 1u);
+  EXPECT_EQ(probe[0].t.psn, 100u);
+  EXPECT_NE(probe[0].ev, tx[0].ev);
+  EXPECT_EQ(q.qp().evs().state(tx[0].ev), EvState::kGood) << "a probe blames no EV";
+  EXPECT_EQ(q.qp().counters().retransmits[size_t(RetxCause::kTailProbe)], 1u);
+  EXPECT_EQ(q.ep.next_wakeup(), 40'000u) << "a second probe after twice the timeout";
+  const auto second = q.tx(40'000);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].t.psn, 100u);
+  EXPECT_NE(second[0].ev, probe[0].ev);
+  EXPECT_TRUE(q.tx(100'000).empty()) << "two probes until progress";
   EXPECT_EQ(q.ep.next_wakeup(), 4'000u + 1'048'576u)
-      << "the retransmit timer, re-armed by progress";
+      << "then the retransmit timer, re-armed by the last progress";
+}
+
+TEST(Sack, TailProbesLostWithTheirAcksEndInTheRetransmitTimeout) {
+  OneQp q;
+  ASSERT_TRUE(q.write(1, 0, 2 * 1024).ok());
+  const auto tx = q.tx(0);
+  q.ep.on_packet(q.ack(101, 100, tx[0].ev), 0, 4'000);
+  ASSERT_EQ(q.tx(16'000).size(), 1u) << "the first tail probe of 101";
+  ASSERT_EQ(q.tx(40'000).size(), 1u) << "the second";
+  EXPECT_EQ(q.qp().counters().timeouts, 0u);
+  const auto resent = q.tx(4'000 + 1'048'576);
+  ASSERT_EQ(resent.size(), 1u);
+  EXPECT_EQ(resent[0].t.psn, 101u);
+  EXPECT_EQ(q.qp().counters().timeouts, 1u);
+}
+
+TEST(Sack, TailProbeThatWasNewsToTheResponderBlamesTheEvOfWhatItReplaced) {
+  OneQp q;
+  ASSERT_TRUE(q.write(1, 0, 2 * 1024).ok());
+  const auto tx = q.tx(0);
+  q.ep.on_packet(q.ack(101, 100, tx[0].ev), 0, 4'000);
+  const auto probe = q.tx(16'000);
+  ASSERT_EQ(probe.size(), 1u);
+  EXPECT_EQ(q.qp().evs().state(tx[1].ev), EvState::kGood) << "not blamed for going quiet";
+  q.ep.on_packet(q.ack(102, 101, probe[0].ev), 0, 20'000);
+  EXPECT_EQ(q.qp().evs().state(tx[1].ev), EvState::kAssumedBad) << "the original was lost";
+  EXPECT_EQ(q.qp().evs().state(probe[0].ev), EvState::kGood);
+  ASSERT_EQ(q.completions().size(), 1u);
+}
+
+TEST(Sack, DuplicateAnsweringATailProbeDoesNotWidenTheReorderWindow) {
+  OneQp q;
+  ASSERT_TRUE(q.write(1, 0, 2 * 1024).ok());
+  const auto tx = q.tx(0);
+  q.ep.on_packet(q.ack(101, 100, tx[0].ev), 0, 4'000);
+  const auto probe = q.tx(16'000);
+  ASSERT_EQ(probe.size(), 1u);
+  // The original arrived and only its ACK was lost: the probe is a duplicate.
+  q.ep.on_packet(q.ack(102, 101, probe[0].ev, {}, NackCode::kNone, wire::kFbDuplicate), 0, 20'000);
+  EXPECT_EQ(q.qp().counters().duplicate_feedback, 1u);
+  EXPECT_EQ(q.qp().reorder_mult(), kInitialReorderMult);
+  EXPECT_EQ(q.qp().evs().state(tx[1].ev), EvState::kGood) << "only its ACK was lost";
+  ASSERT_EQ(q.completions().size(), 1u);
 }
 
 TEST(Sack, AcknowledgementOfAPsnNeverSentIsIgnored) {
@@ -487,25 +547,27 @@ TEST(Probe, AssumedBadEvIsProbedWithBackoffAndAReplyRestoresIt) {
   std::vector<uint32_t> later;
   for (uint32_t p = 101; p < 110; ++p) later.push_back(p);
   q.ep.on_packet(q.ack(100, 109, tx[9].ev, later), 0, 4'000);
-  q.tx(5'000);  // 100 is declared lost: its EV goes ASSUMED_BAD
+  const auto resent = q.tx(8'000);  // 100 is declared lost: its EV goes ASSUMED_BAD
   const uint32_t bad = tx[0].ev;
   ASSERT_EQ(q.qp().evs().state(bad), EvState::kAssumedBad);
+  ASSERT_EQ(resent.size(), 1u);
+  q.ep.on_packet(q.ack(110, 100, resent[0].ev), 0, 9'000);  // nothing left in flight
 
-  EXPECT_EQ(q.ep.next_wakeup(), 15'000u);
-  auto probes = q.tx(15'000);
+  EXPECT_EQ(q.ep.next_wakeup(), 18'000u);
+  auto probes = q.tx(18'000);
   ASSERT_EQ(probes.size(), 1u);
   EXPECT_EQ(probes[0].t.opcode, Opcode::kProbeRequest);
   EXPECT_EQ(probes[0].ev, bad);
   EXPECT_EQ(probes[0].t.dest_qpn, 77u);
-  EXPECT_EQ(probes[0].t.probe.t_send_ns, 15'000u);
-  EXPECT_EQ(q.ep.next_wakeup(), 35'000u) << "the next probe waits twice as long";
-  EXPECT_EQ(q.tx(35'000).size(), 1u);
+  EXPECT_EQ(probes[0].t.probe.t_send_ns, 18'000u);
+  EXPECT_EQ(q.ep.next_wakeup(), 38'000u) << "the next probe waits twice as long";
+  EXPECT_EQ(q.tx(38'000).size(), 1u);
 
   wire::PacketView reply;
   reply.t.opcode = Opcode::kProbeReply;
   reply.t.dest_qpn = q.qpn;
   reply.t.probe.echo_tag = bad;
-  q.ep.on_packet(reply, 0, 36'000);
+  q.ep.on_packet(reply, 0, 39'000);
   EXPECT_EQ(q.qp().evs().state(bad), EvState::kGood);
   EXPECT_EQ(q.qp().counters().probes_tx, 2u);
   EXPECT_EQ(q.qp().counters().probe_replies_rx, 1u);
@@ -586,7 +648,7 @@ void lose_first_packet(OneQp& q) {
   std::vector<uint32_t> later;
   for (uint32_t p = 101; p < 110; ++p) later.push_back(p);
   q.ep.on_packet(q.ack(100, 109, tx[9].ev, later), 0, 4'000);
-  q.tx(5'000);
+  q.tx(8'000);  // past the reorder window
 }
 
 TEST(Cc, ALossThatBlacklistsItsEvIsAPathFailureNotCongestion) {

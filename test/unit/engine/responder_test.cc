@@ -152,6 +152,29 @@ TEST(Responder, SackBitmapIsRightAcrossThePsnWrap) {
   EXPECT_EQ(q.qp().epsn(), 2u);
 }
 
+TEST(Responder, PacketThatFillsTheOldestHoleIsAcknowledgedAtOnce) {
+  OneQp q;  // ACK delay 4 us
+  const auto p = bytes(1024, 0);
+  // A two-packet message whose last packet overtook its first: the first
+  // completes it, so its ACK must not wait for coalescing.
+  q.ep.on_packet(q.data(501, Opcode::kWriteLast, 1024, 2048, 1024, p), 0, 0);
+  ASSERT_EQ(feedback(q, 0).size(), 1u) << "the gap";
+  q.ep.on_packet(q.data(500, Opcode::kWriteFirst, 0, 2048, 0, p), 0, 10);
+  const auto fb = feedback(q, 10);
+  ASSERT_EQ(fb.size(), 1u);
+  EXPECT_EQ(fb[0].t.fb.cum_psn, 502u);
+  EXPECT_EQ(fb[0].t.fb.ref_psn, 500u);
+}
+
+TEST(Responder, InOrderPacketBehindNoHoleIsStillCoalesced) {
+  OneQp q;
+  const auto p = bytes(1024, 0);
+  q.ep.on_packet(q.data(500, Opcode::kWriteFirst, 0, 8192, 0, p), 0, 0);
+  q.ep.on_packet(q.data(501, Opcode::kWriteMiddle, 1024, 8192, 1024, p), 0, 10);
+  EXPECT_TRUE(feedback(q, 10).empty());
+  EXPECT_EQ(q.ep.next_wakeup(), 4'000u);
+}
+
 TEST(Responder, LastPacketOfAMessageIsAcknowledgedAtOnce) {
   OneQp q;
   q.ep.on_packet(q.data(500, Opcode::kWriteOnly, 0, 10, 0, bytes(10, 0)), 0, 0);
