@@ -8,6 +8,7 @@
 //   MTH | type header [ImmDt] | payload | ICRC
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "wire/endian.h"
@@ -58,7 +59,9 @@ constexpr bool is_first(Opcode op) {
 constexpr bool is_feedback(Opcode op) {
   return op == Opcode::kAck || op == Opcode::kNack;
 }
-bool is_known_opcode(uint8_t op);
+constexpr bool is_known_opcode(uint8_t op) {
+  return (op >= 0xc0 && op <= 0xc5) || (op >= 0xd0 && op <= 0xd4);
+}
 const char* opcode_name(Opcode op);
 
 // NACK reason codes (FeedbackHdr.code; 0 in an ACK).
@@ -203,6 +206,14 @@ struct PortStatusHdr {
 };
 
 inline constexpr unsigned kIcrcLen = 4;
+
+// Bytes of the type header (and ImmDt) that follows the MTH.
+constexpr size_t type_header_len(Opcode op) {
+  if (is_data(op)) return sizeof(DataHdr) + (has_imm(op) ? sizeof(ImmHdr) : 0);
+  if (is_feedback(op)) return sizeof(FeedbackHdr);
+  if (op == Opcode::kPortStatus) return sizeof(PortStatusHdr);
+  return sizeof(ProbeHdr);
+}
 
 static_assert(sizeof(EthHdr) == 14);
 static_assert(sizeof(VlanTag) == 4);

@@ -1,15 +1,26 @@
 // CRC-32 and the ICRC masking rule (docs/wire-format.md, "ICRC").
 //
-// Two CRC engines compute the same function: carry-less multiplication
-// folding (PCLMULQDQ, x86-64 CPUs that have it, chosen at run time) for
-// every 16-byte block of buffers of 64 bytes or more, and slicing-by-8
-// tables for the rest and for other CPUs. The folding constants are powers
-// of x modulo the reflected CRC-32 polynomial, as in Intel's white paper
-// "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ".
+// Three engines compute the same function. On x86-64, carry-less multiply
+// folding: VPCLMULQDQ over four 512-bit lanes (256 bytes a turn) where the
+// CPU has AVX-512, else PCLMULQDQ over four 128-bit lanes, then one lane at
+// a time; a stream of at most 143 bytes (a header-only packet) folds every
+// block straight onto its last one, all multiplies at once, since its
+// latency is what a packet waits for. A last partial block is shifted into
+// place with PSHUFB, so any stream of 16 bytes or more is folded whole.
+// Slicing-by-8 tables do the rest: streams under 16 bytes and CPUs without
+// PCLMULQDQ. The folding constants are powers of x modulo the CRC-32
+// polynomial, bit-reflected, as in Intel's white paper "Fast CRC
+// Computation for Generic Polynomials Using PCLMULQDQ".
+//
+// The ICRC's variant fields are never copied out to be masked: each
+// layout has a constant mask of ones that is OR-ed into the header blocks
+// as they are loaded. A payload that is copied anyway (build_packet()) is
+// folded from the registers its copy goes through.
 #include "wire/icrc.h"
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstring>
@@ -37,140 +48,510 @@ constexpr Tables make_tables() {
 
 constexpr Tables kTables = make_tables();
 
-// The masked copy never exceeds IPv6 + SRH + UDP + BTH.
-constexpr size_t kMaskedMax =
-    sizeof(Ipv6Hdr) + sizeof(SrhOneSegment) + sizeof(UdpHdr) + sizeof(Bth);
+constexpr uint32_t crc_byte(uint32_t state, uint8_t b) {
+  return (state >> 8) ^ kTables[0][(state ^ b) & 0xff];
+}
 
-uint32_t crc32_update_tables(uint32_t state, const uint8_t* data, size_t len) {
-  while (len >= 8) {
-    uint32_t lo, hi;
-    std::memcpy(&lo, data, 4);
-    std::memcpy(&hi, data + 4, 4);
-    if constexpr (std::endian::native == std::endian::big) {
-      lo = __builtin_bswap32(lo);
-      hi = __builtin_bswap32(hi);
-    }
-    lo ^= state;
-    state = kTables[7][lo & 0xff] ^ kTables[6][(lo >> 8) & 0xff] ^ kTables[5][(lo >> 16) & 0xff] ^
-            kTables[4][lo >> 24] ^ kTables[3][hi & 0xff] ^ kTables[2][(hi >> 8) & 0xff] ^
-            kTables[1][(hi >> 16) & 0xff] ^ kTables[0][hi >> 24];
-    data += 8;
-    len -= 8;
-  }
-  while (len--) state = (state >> 8) ^ kTables[0][(state ^ *data++) & 0xff];
+// Eight bytes at once; lo and hi are bytes 0-3 and 4-7 as a little-endian
+// machine loads them.
+uint32_t crc_word(uint32_t state, uint32_t lo, uint32_t hi) {
+  lo ^= state;
+  return kTables[7][lo & 0xff] ^ kTables[6][(lo >> 8) & 0xff] ^ kTables[5][(lo >> 16) & 0xff] ^
+         kTables[4][lo >> 24] ^ kTables[3][hi & 0xff] ^ kTables[2][(hi >> 8) & 0xff] ^
+         kTables[1][(hi >> 16) & 0xff] ^ kTables[0][hi >> 24];
+}
+
+uint32_t load_le32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return std::endian::native == std::endian::big ? __builtin_bswap32(v) : v;
+}
+
+uint32_t crc_tables(uint32_t state, const uint8_t* data, size_t len) {
+  for (; len >= 8; data += 8, len -= 8)
+    state = crc_word(state, load_le32(data), load_le32(data + 4));
+  while (len--) state = crc_byte(state, *data++);
   return state;
+}
+
+// RoCEv2 feeds 8 bytes of ones in place of the InfiniBand LRH: every ICRC
+// starts from the state they leave.
+constexpr uint32_t kIcrcSeed = [] {
+  uint32_t s = kCrc32Init;
+  for (int i = 0; i < 8; ++i) s = crc_byte(s, 0xff);
+  return s;
+}();
+
+// Ones over the variant fields of one header layout, from the IP header on
+// (IPv6 + SRH + UDP + BTH at most: 84 bytes), zero up to kShortBlocks
+// blocks, which the short-stream fold reads whole.
+constexpr size_t kShortBlocks = 8;
+struct IcrcMask {
+  std::array<uint8_t, 16 * kShortBlocks> bytes{};
+  size_t len = 0;     // up to and including the last variant byte
+  size_t blocks = 0;  // 16-byte blocks that hold variant bytes
+};
+
+constexpr IcrcMask make_mask(bool v4, bool srh, bool srv6) {
+  IcrcMask m;
+  const auto ones = [&m](size_t off, size_t n) {
+    for (size_t i = off; i < off + n; ++i) m.bytes[i] = 0xff;
+  };
+  size_t udp = 0;
+  if (v4) {
+    ones(offsetof(Ipv4Hdr, tos), 1);
+    ones(offsetof(Ipv4Hdr, ttl), 1);
+    ones(offsetof(Ipv4Hdr, checksum), 2);
+    udp = sizeof(Ipv4Hdr);
+  } else {
+    m.bytes[0] = 0x0f;  // traffic class and flow label, below the version
+    ones(1, 3);
+    ones(offsetof(Ipv6Hdr, hop_limit), 1);
+    // uSID forwarding shifts the destination and consumes SRH segments.
+    if (srv6) ones(offsetof(Ipv6Hdr, dst), 16 + (srh ? sizeof(SrhOneSegment) : 0));
+    udp = sizeof(Ipv6Hdr) + (srh ? sizeof(SrhOneSegment) : 0);
+  }
+  ones(udp + offsetof(UdpHdr, checksum), 2);
+  const size_t resv = udp + sizeof(UdpHdr) + offsetof(Bth, resv8a);
+  ones(resv, 1);
+  m.len = resv + 1;
+  m.blocks = (m.len + 15) / 16;
+  return m;
+}
+
+// IPv4; then IPv6 by [has SRH][SRv6 mode].
+constexpr IcrcMask kMasks[5] = {
+    make_mask(true, false, false), make_mask(false, false, false), make_mask(false, false, true),
+    make_mask(false, true, false), make_mask(false, true, true),
+};
+constexpr IcrcMask kNoMask{};
+
+const IcrcMask& mask_of(const IcrcLayout& layout) {
+  if (layout.ip_version == IpVersion::kV4) return kMasks[0];
+  return kMasks[1 + (layout.has_srh ? 2 : 0) + (layout.ev_mode == EvMode::kSrv6 ? 1 : 0)];
+}
+
+uint32_t crc_masked_tables(uint32_t state, const uint8_t* p, size_t len, const IcrcMask& m) {
+  const uint8_t* mask = m.bytes.data();
+  size_t i = 0;
+  for (; i + 8 <= std::min(len, m.len); i += 8)
+    state = crc_word(state, load_le32(p + i) | load_le32(mask + i),
+                     load_le32(p + i + 4) | load_le32(mask + i + 4));
+  for (; i < std::min(len, m.len); ++i) state = crc_byte(state, p[i] | mask[i]);
+  return crc_tables(state, p + i, len - i);
+}
+
+CrcEngine detect_engine() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1")) {
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq"))
+      return CrcEngine::kVpclmul;
+    return CrcEngine::kClmul;
+  }
+#endif
+  return CrcEngine::kTables;
+}
+
+// Before this file's initialisers run (another file's static initialiser),
+// both read as zero: kTables, which every CPU has.
+const CrcEngine kBestEngine = detect_engine();
+std::atomic<CrcEngine> g_engine{kBestEngine};
+
+CrcEngine engine() {
+  return g_engine.load(std::memory_order_relaxed);
 }
 
 #if defined(__x86_64__)
 #define SOFTMRC_CLMUL __attribute__((target("pclmul,sse4.1")))
+#define SOFTMRC_VPCLMUL __attribute__((target("pclmul,sse4.1,avx512f,vpclmulqdq")))
 
-SOFTMRC_CLMUL __m128i load128(const uint8_t* p) {
+// reflect(x^n mod P) << 1, P the CRC-32 polynomial: the multiplier that
+// moves a reflected 32-bit remainder n bits further along the stream.
+constexpr uint64_t fold_k(unsigned n) {
+  uint64_t r = 1;
+  for (unsigned i = 0; i < n; ++i) {
+    r <<= 1;
+    if (r >> 32) r ^= 0x104c11db7;
+  }
+  uint64_t reflected = 0;
+  for (unsigned b = 0; b < 32; ++b) reflected |= ((r >> b) & 1) << (31 - b);
+  return reflected << 1;
+}
+
+// Folding a 128-bit lane forward by d bits multiplies its low half by
+// k(d + 32) and its high half by k(d - 32); as a vector, low half first.
+struct alignas(16) FoldPair {
+  uint64_t lo;
+  uint64_t hi;
+};
+constexpr FoldPair fold_by(unsigned bits) {
+  return {fold_k(bits + 32), fold_k(bits - 32)};
+}
+static_assert(fold_by(512).lo == 0x154442bd4 && fold_by(512).hi == 0x1c6e41596);  // Intel's k1, k2
+
+constexpr FoldPair kFold128 = fold_by(128);
+constexpr FoldPair kFold512 = fold_by(512);
+constexpr FoldPair kFold2048 = fold_by(2048);
+
+// kFoldBlocks[j] folds a block j blocks forward.
+constexpr std::array<FoldPair, kShortBlocks> kFoldBlocks = [] {
+  std::array<FoldPair, kShortBlocks> k{};
+  for (unsigned j = 1; j < kShortBlocks; ++j) k[j] = fold_by(128 * j);
+  return k;
+}();
+
+// PSHUFB indices that shift a block by n bytes: 16 - n from kShift + n
+// moves bytes up (towards the end of the stream), kShift + 16 + n down.
+alignas(16) constexpr uint8_t kShift[48] = {
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0,    1,    2,    3,    4,    5,    6,    7,    8,    9,    10,   11,   12,   13,   14,   15,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+};
+
+SOFTMRC_CLMUL inline __m128i load128(const uint8_t* p) {
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
 }
 
-// acc * (x^a, x^b) folded forward by the distance k encodes, plus next.
-SOFTMRC_CLMUL __m128i fold128(__m128i acc, __m128i k, __m128i next) {
+SOFTMRC_CLMUL inline void store128(uint8_t* p, __m128i v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v);
+}
+
+SOFTMRC_CLMUL inline __m128i pair128(const FoldPair& k) {
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(&k));
+}
+
+// acc folded forward by the distance k encodes, plus next.
+SOFTMRC_CLMUL inline __m128i fold128(__m128i acc, __m128i k, __m128i next) {
   return _mm_xor_si128(
       _mm_xor_si128(_mm_clmulepi64_si128(acc, k, 0x00), _mm_clmulepi64_si128(acc, k, 0x11)), next);
 }
 
-// Folds len bytes (len >= 64, a multiple of 16) into the CRC state.
-SOFTMRC_CLMUL uint32_t crc32_update_folded(uint32_t state, const uint8_t* data, size_t len) {
-  const __m128i k1k2 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);     // x^(4*128+-32) mod P
-  const __m128i k3k4 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);     // x^(128+-32) mod P
-  const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124);                 // x^64 mod P
-  const __m128i poly_mu = _mm_set_epi64x(0x1f7011641, 0x1db710641);  // Barrett: mu', P'
-  const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+// Where a fold has got to: the next input byte, the bytes left, and where
+// the next copied byte goes (kCopy only). The folds work on local copies: a
+// pointer kept in memory would be reloaded after every store through dst,
+// which may alias it.
+struct Stream {
+  const uint8_t* p;
+  size_t len;
+  uint8_t* dst;
+};
 
-  __m128i x1 = _mm_xor_si128(load128(data), _mm_cvtsi32_si128(static_cast<int>(state)));
-  __m128i x2 = load128(data + 16), x3 = load128(data + 32), x4 = load128(data + 48);
-  data += 64;
-  len -= 64;
-  for (; len >= 64; data += 64, len -= 64) {  // four lanes, 64 bytes a turn
-    x1 = fold128(x1, k1k2, load128(data));
-    x2 = fold128(x2, k1k2, load128(data + 16));
-    x3 = fold128(x3, k1k2, load128(data + 32));
-    x4 = fold128(x4, k1k2, load128(data + 48));
+// Folds the whole 16-byte blocks of the stream into x, which holds what
+// came before, copying them to dst when kCopy; leaves len % 16 bytes.
+template <bool kCopy>
+SOFTMRC_CLMUL __m128i fold_blocks_clmul(__m128i x, Stream& s) {
+  const uint8_t* p = s.p;
+  size_t len = s.len;
+  uint8_t* dst = s.dst;
+  const __m128i k128 = pair128(kFold128);
+  if (len >= 48) {  // x and the next three blocks are four lanes
+    const __m128i k512 = pair128(kFold512);
+    __m128i x2 = load128(p), x3 = load128(p + 16), x4 = load128(p + 32);
+    if constexpr (kCopy) {
+      store128(dst, x2);
+      store128(dst + 16, x3);
+      store128(dst + 32, x4);
+      dst += 48;
+    }
+    p += 48;
+    len -= 48;
+    for (; len >= 64; p += 64, len -= 64) {
+      const __m128i b1 = load128(p), b2 = load128(p + 16), b3 = load128(p + 32),
+                    b4 = load128(p + 48);
+      if constexpr (kCopy) {
+        store128(dst, b1);
+        store128(dst + 16, b2);
+        store128(dst + 32, b3);
+        store128(dst + 48, b4);
+        dst += 64;
+      }
+      x = fold128(x, k512, b1);
+      x2 = fold128(x2, k512, b2);
+      x3 = fold128(x3, k512, b3);
+      x4 = fold128(x4, k512, b4);
+    }
+    x = fold128(x, k128, x2);
+    x = fold128(x, k128, x3);
+    x = fold128(x, k128, x4);
   }
-  x1 = fold128(x1, k3k4, x2);  // four lanes into one
-  x1 = fold128(x1, k3k4, x3);
-  x1 = fold128(x1, k3k4, x4);
-  for (; len >= 16; data += 16, len -= 16) x1 = fold128(x1, k3k4, load128(data));
-
-  // 128 -> 64 bits, then -> 32 bits, then Barrett reduction.
-  x1 = _mm_xor_si128(_mm_srli_si128(x1, 8), _mm_clmulepi64_si128(x1, k3k4, 0x10));
-  x1 = _mm_xor_si128(_mm_srli_si128(x1, 4),
-                     _mm_clmulepi64_si128(_mm_and_si128(x1, mask32), k5, 0x00));
-  __m128i t = _mm_clmulepi64_si128(_mm_and_si128(x1, mask32), poly_mu, 0x10);
-  t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), poly_mu, 0x00);
-  return static_cast<uint32_t>(_mm_extract_epi32(_mm_xor_si128(x1, t), 1));
+  for (; len >= 16; p += 16, len -= 16) {
+    const __m128i b = load128(p);
+    if constexpr (kCopy) {
+      store128(dst, b);
+      dst += 16;
+    }
+    x = fold128(x, k128, b);
+  }
+  s = {p, len, dst};
+  return x;
 }
 
-const bool kHaveClmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+SOFTMRC_VPCLMUL inline __m512i fold512(__m512i acc, __m512i k, __m512i next) {
+  return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(acc, k, 0x00),
+                                   _mm512_clmulepi64_epi128(acc, k, 0x11), next, 0x96);  // a^b^c
+}
+
+// As fold_blocks_clmul, 256 bytes a turn; needs len >= 256 and leaves
+// fewer than 64 bytes.
+template <bool kCopy>
+SOFTMRC_VPCLMUL __m128i fold_blocks_vpclmul(__m128i x, Stream& s) {
+  const uint8_t* p = s.p;
+  size_t len = s.len;
+  uint8_t* dst = s.dst;
+  // (The maskz forms: GCC 12's unmasked ones trip -Wuninitialized.)
+  const __m512i k2048 = _mm512_maskz_broadcast_i32x4(0xffff, pair128(kFold2048));
+  const __m512i k512 = _mm512_maskz_broadcast_i32x4(0xffff, pair128(kFold512));
+  const __m128i b1 = load128(p), b2 = load128(p + 16), b3 = load128(p + 32);
+  __m512i z1 = _mm512_castsi128_si512(x);  // x and the next three blocks are the first lane
+  z1 = _mm512_inserti32x4(z1, b1, 1);
+  z1 = _mm512_inserti32x4(z1, b2, 2);
+  z1 = _mm512_inserti32x4(z1, b3, 3);
+  __m512i z2 = _mm512_loadu_si512(p + 48), z3 = _mm512_loadu_si512(p + 112),
+          z4 = _mm512_loadu_si512(p + 176);
+  if constexpr (kCopy) {
+    store128(dst, b1);
+    store128(dst + 16, b2);
+    store128(dst + 32, b3);
+    _mm512_storeu_si512(dst + 48, z2);
+    _mm512_storeu_si512(dst + 112, z3);
+    _mm512_storeu_si512(dst + 176, z4);
+    dst += 240;
+  }
+  p += 240;
+  len -= 240;
+  for (; len >= 256; p += 256, len -= 256) {
+    const __m512i c1 = _mm512_loadu_si512(p), c2 = _mm512_loadu_si512(p + 64),
+                  c3 = _mm512_loadu_si512(p + 128), c4 = _mm512_loadu_si512(p + 192);
+    if constexpr (kCopy) {
+      _mm512_storeu_si512(dst, c1);
+      _mm512_storeu_si512(dst + 64, c2);
+      _mm512_storeu_si512(dst + 128, c3);
+      _mm512_storeu_si512(dst + 192, c4);
+      dst += 256;
+    }
+    z1 = fold512(z1, k2048, c1);
+    z2 = fold512(z2, k2048, c2);
+    z3 = fold512(z3, k2048, c3);
+    z4 = fold512(z4, k2048, c4);
+  }
+  z1 = fold512(z1, k512, z2);
+  z1 = fold512(z1, k512, z3);
+  z1 = fold512(z1, k512, z4);
+  for (; len >= 64; p += 64, len -= 64) {
+    const __m512i c = _mm512_loadu_si512(p);
+    if constexpr (kCopy) {
+      _mm512_storeu_si512(dst, c);
+      dst += 64;
+    }
+    z1 = fold512(z1, k512, c);
+  }
+  const __m128i k128 = pair128(kFold128);
+  x = fold128(_mm512_maskz_extracti32x4_epi32(0xf, z1, 0), k128,
+              _mm512_maskz_extracti32x4_epi32(0xf, z1, 1));
+  x = fold128(x, k128, _mm512_maskz_extracti32x4_epi32(0xf, z1, 2));
+  s = {p, len, dst};
+  return fold128(x, k128, _mm512_maskz_extracti32x4_epi32(0xf, z1, 3));
+}
+
+template <bool kCopy>
+SOFTMRC_CLMUL __m128i fold_blocks(bool wide, __m128i x, Stream& s) {
+  if (wide && s.len >= 256) x = fold_blocks_vpclmul<kCopy>(x, s);
+  return fold_blocks_clmul<kCopy>(x, s);
+}
+
+// x holds a stream but its last rem bytes (1..15); last16 are the stream's
+// last 16 bytes. The rem bytes join the top of x into one whole block, and
+// what x shifts out is folded over it.
+SOFTMRC_CLMUL __m128i fold_tail(__m128i x, const uint8_t* last16, size_t rem) {
+  const __m128i spill = _mm_shuffle_epi8(x, load128(kShift + rem));
+  const __m128i keep = load128(kShift + 16 + rem);
+  const __m128i next = _mm_blendv_epi8(_mm_shuffle_epi8(x, keep), load128(last16), keep);
+  return fold128(spill, pair128(kFold128), next);
+}
+
+// 128 -> 64 bits, then -> 32 bits, then Barrett reduction to the state.
+SOFTMRC_CLMUL uint32_t reduce(__m128i x) {
+  const __m128i k128 = pair128(kFold128);
+  const __m128i k64 = _mm_set_epi64x(0, fold_k(64));
+  const __m128i poly_mu = _mm_set_epi64x(0x1f7011641, 0x1db710641);  // mu', P'
+  const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+  x = _mm_xor_si128(_mm_srli_si128(x, 8), _mm_clmulepi64_si128(x, k128, 0x10));
+  x = _mm_xor_si128(_mm_srli_si128(x, 4), _mm_clmulepi64_si128(_mm_and_si128(x, mask32), k64, 0));
+  __m128i t = _mm_clmulepi64_si128(_mm_and_si128(x, mask32), poly_mu, 0x10);
+  t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), poly_mu, 0x00);
+  return static_cast<uint32_t>(_mm_extract_epi32(_mm_xor_si128(x, t), 1));
+}
+
+// Folds the stream (s.len >= 16) into 128 bits but for its last
+// s.len % 16 bytes, which it leaves in s. A mask covers the first
+// mask->blocks blocks, and then s.len >= 16 * mask->blocks.
+SOFTMRC_CLMUL __m128i fold_stream(bool wide, uint32_t state, Stream& s, const IcrcMask* mask) {
+  __m128i x = load128(s.p);
+  if (mask != nullptr) x = _mm_or_si128(x, load128(mask->bytes.data()));
+  x = _mm_xor_si128(x, _mm_cvtsi32_si128(static_cast<int>(state)));
+  s.p += 16;
+  s.len -= 16;
+  if (mask != nullptr) {
+    for (size_t i = 1; i < mask->blocks; ++i, s.p += 16, s.len -= 16)
+      x = fold128(x, pair128(kFold128), _mm_or_si128(load128(s.p), load128(&mask->bytes[16 * i])));
+  }
+  return fold_blocks<false>(wide, x, s);
+}
+
+// A stream of n whole blocks, 1 <= n <= kShortBlocks (a header-only
+// packet): every block is folded straight onto the last by its own
+// distance, so the multiplies are independent instead of a chain.
+SOFTMRC_CLMUL __m128i fold_short(uint32_t state, const uint8_t* p, size_t n, const IcrcMask& mask) {
+  const __m128i first = _mm_cvtsi32_si128(static_cast<int>(state));
+  __m128i x = _mm_setzero_si128();
+  for (size_t i = 0; i + 1 < n; ++i) {
+    __m128i b = _mm_or_si128(load128(p + 16 * i), load128(&mask.bytes[16 * i]));
+    if (i == 0) b = _mm_xor_si128(b, first);
+    const __m128i k = pair128(kFoldBlocks[n - 1 - i]);
+    x = _mm_xor_si128(
+        x, _mm_xor_si128(_mm_clmulepi64_si128(b, k, 0x00), _mm_clmulepi64_si128(b, k, 0x11)));
+  }
+  const size_t last = 16 * (n - 1);
+  __m128i b = _mm_or_si128(load128(p + last), load128(&mask.bytes[last]));
+  if (n == 1) b = _mm_xor_si128(b, first);
+  return _mm_xor_si128(x, b);
+}
+
+// A stream of len >= 16 bytes; with a mask, len >= 16 * mask->blocks.
+SOFTMRC_CLMUL uint32_t crc_folded(bool wide, uint32_t state, const uint8_t* p, size_t len,
+                                  const IcrcMask* mask) {
+  const uint8_t* const last16 = p + len - 16;
+  __m128i x;
+  if (len < 16 * (kShortBlocks + 1)) {
+    const size_t n = len / 16;
+    x = fold_short(state, p, n, mask != nullptr ? *mask : kNoMask);
+    len -= 16 * n;
+  } else {
+    Stream s{p, len, nullptr};
+    x = fold_stream(wide, state, s, mask);
+    len = s.len;
+  }
+  if (len > 0) x = fold_tail(x, last16, len);
+  return reduce(x);
+}
+
+// The stream x holds, then src[0, len), copied to dst on the way when
+// kCopy. last16 are the last 16 bytes of the whole stream, read from the
+// source: read back from dst they would wait for the copy's stores.
+template <bool kCopy>
+SOFTMRC_CLMUL uint32_t crc_continued(bool wide, __m128i x, uint8_t* dst, const uint8_t* src,
+                                     size_t len, const uint8_t* last16) {
+  Stream s{src, len, dst};
+  x = fold_blocks<kCopy>(wide, x, s);
+  if (s.len > 0) {
+    if constexpr (kCopy) std::memcpy(s.dst, s.p, s.len);
+    x = fold_tail(x, last16, s.len);
+  }
+  return reduce(x);
+}
+
+// The ICRC of h bytes of headers from l3 (h >= 16 * m.blocks), then a
+// payload of len >= 16 bytes at src, copied to dst when kCopy. The headers
+// fold whole, their last partial block shifted in, and the payload streams
+// on from there.
+template <bool kCopy>
+SOFTMRC_CLMUL uint32_t icrc_folded(bool wide, const IcrcMask& m, const uint8_t* l3, size_t h,
+                                   uint8_t* dst, const uint8_t* src, size_t len) {
+  Stream headers{l3, h, nullptr};
+  __m128i x = fold_stream(wide, kIcrcSeed, headers, &m);
+  if (headers.len > 0) x = fold_tail(x, l3 + h - 16, headers.len);
+  return crc32_final(crc_continued<kCopy>(wide, x, dst, src, len, src + len - 16));
+}
+
+SOFTMRC_CLMUL __m128i copy_first_block(uint32_t state, uint8_t* dst, const uint8_t* src) {
+  const __m128i b = load128(src);
+  store128(dst, b);
+  return _mm_xor_si128(b, _mm_cvtsi32_si128(static_cast<int>(state)));
+}
 #endif
+
+uint32_t crc_masked(uint32_t state, const uint8_t* p, size_t len, const IcrcMask& m) {
+#if defined(__x86_64__)
+  const CrcEngine e = engine();
+  if (e != CrcEngine::kTables && len >= 16 * m.blocks)
+    return crc_folded(e == CrcEngine::kVpclmul, state, p, len, &m);
+#endif
+  return crc_masked_tables(state, p, len, m);
+}
 
 }  // namespace
 
+CrcEngine crc32_engine() {
+  return engine();
+}
+
+CrcEngine crc32_best_engine() {
+  return kBestEngine;
+}
+
+CrcEngine crc32_set_engine(CrcEngine e) {
+  if (static_cast<uint8_t>(e) <= static_cast<uint8_t>(kBestEngine))
+    g_engine.store(e, std::memory_order_relaxed);
+  return engine();
+}
+
 uint32_t crc32_update(uint32_t state, const uint8_t* data, size_t len) {
 #if defined(__x86_64__)
-  if (len >= 64 && kHaveClmul) {
-    const size_t folded = len & ~size_t{15};
-    state = crc32_update_folded(state, data, folded);
-    data += folded;
-    len -= folded;
-  }
+  const CrcEngine e = engine();
+  if (e != CrcEngine::kTables && len >= 16)
+    return crc_folded(e == CrcEngine::kVpclmul, state, data, len, nullptr);
 #endif
-  return crc32_update_tables(state, data, len);
+  return crc_tables(state, data, len);
 }
 
 uint32_t crc32(std::span<const uint8_t> data) {
   return crc32_final(crc32_update(kCrc32Init, data.data(), data.size()));
 }
 
+uint32_t crc32_copy(uint32_t state, uint8_t* dst, const uint8_t* src, size_t len) {
+#if defined(__x86_64__)
+  const CrcEngine e = engine();
+  if (e != CrcEngine::kTables && len >= 16) {
+    const __m128i x = copy_first_block(state, dst, src);
+    return crc_continued<true>(e == CrcEngine::kVpclmul, x, dst + 16, src + 16, len - 16,
+                               src + len - 16);
+  }
+#endif
+  if (len > 0) std::memcpy(dst, src, len);
+  return crc_tables(state, src, len);
+}
+
 uint32_t icrc_of(const IcrcLayout& layout, std::span<const uint8_t> headers,
                  std::span<const uint8_t> payload) {
-  // The masked headers and what follows them go through the CRC as one
-  // buffer: a single long run folds much faster than several short ones.
-  constexpr size_t kPseudoLrhLen = 8;  // RoCEv2's ones in place of the IB LRH
-  constexpr size_t kTailMax = 160;     // bytes after the masked headers copied along
-  uint8_t m[kPseudoLrhLen + kMaskedMax + kTailMax];
-  std::memset(m, 0xff, kPseudoLrhLen);
-
-  // Copy IP [+ SRH] + UDP + BTH and set the fields switches may change to ones.
-  const size_t ip_len = layout.ip_version == IpVersion::kV4 ? sizeof(Ipv4Hdr) : sizeof(Ipv6Hdr);
-  const size_t srh_len = layout.has_srh ? sizeof(SrhOneSegment) : 0;
-  const size_t masked_len = ip_len + srh_len + sizeof(UdpHdr) + sizeof(Bth);
-  uint8_t* ip = m + kPseudoLrhLen;
-  std::memcpy(ip, headers.data() + layout.l3_offset, masked_len);
-  if (layout.ip_version == IpVersion::kV4) {
-    auto h = load<Ipv4Hdr>(ip);
-    h.tos = 0xff;
-    h.ttl = 0xff;
-    h.checksum.set(0xffff);
-    store(ip, h);
-  } else {
-    auto h = load<Ipv6Hdr>(ip);
-    h.version_tc_flow.set(h.version_tc_flow.get() | 0x0fffffff);  // traffic class, flow label
-    h.hop_limit = 0xff;
-    if (layout.ev_mode == EvMode::kSrv6) {
-      // uSID forwarding shifts the destination and consumes SRH segments.
-      std::memset(h.dst, 0xff, sizeof(h.dst));
-      std::memset(ip + ip_len, 0xff, srh_len);
-    }
-    store(ip, h);
-  }
-  uint8_t* udp = ip + ip_len + srh_len;
-  udp[offsetof(UdpHdr, checksum)] = 0xff;
-  udp[offsetof(UdpHdr, checksum) + 1] = 0xff;
-  udp[sizeof(UdpHdr) + offsetof(Bth, resv8a)] = 0xff;
-
-  const size_t rest = layout.l3_offset + masked_len;
-  const size_t tail = std::min(kTailMax, headers.size() - rest);
-  std::memcpy(ip + masked_len, headers.data() + rest, tail);
-  uint32_t state = crc32_update(kCrc32Init, m, kPseudoLrhLen + masked_len + tail);
-  state = crc32_update(state, headers.data() + rest + tail, headers.size() - rest - tail);
-  state = crc32_update(state, payload.data(), payload.size());
+  const IcrcMask& m = mask_of(layout);
+  const uint8_t* l3 = headers.data() + layout.l3_offset;
+  const size_t h = headers.size() - layout.l3_offset;
+#if defined(__x86_64__)
+  const CrcEngine e = engine();
+  if (e != CrcEngine::kTables && h >= 16 * m.blocks && payload.size() >= 16)
+    return icrc_folded<false>(e == CrcEngine::kVpclmul, m, l3, h, nullptr, payload.data(),
+                              payload.size());
+#endif
+  uint32_t state = crc_masked(kIcrcSeed, l3, h, m);
+  if (!payload.empty()) state = crc32_update(state, payload.data(), payload.size());
   return crc32_final(state);
+}
+
+uint32_t icrc_copy(const IcrcLayout& layout, uint8_t* frame, size_t hlen,
+                   std::span<const uint8_t> payload) {
+  const IcrcMask& m = mask_of(layout);
+  uint8_t* const l3 = frame + layout.l3_offset;
+  const size_t h = hlen - layout.l3_offset;
+  const size_t len = payload.size();
+#if defined(__x86_64__)
+  const CrcEngine e = engine();
+  if (e != CrcEngine::kTables && h >= 16 * m.blocks && len >= 16)
+    return icrc_folded<true>(e == CrcEngine::kVpclmul, m, l3, h, frame + hlen, payload.data(), len);
+#endif
+  // A short payload joins the headers in one short stream.
+  if (len > 0) std::memcpy(frame + hlen, payload.data(), len);
+  return crc32_final(crc_masked(kIcrcSeed, l3, h + len, m));
 }
 
 }  // namespace softmrc::wire

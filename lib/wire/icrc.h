@@ -18,6 +18,25 @@ constexpr uint32_t crc32_final(uint32_t state) {
 }
 // One-shot CRC-32 of a buffer (crc32("123456789") == 0xcbf43926).
 uint32_t crc32(std::span<const uint8_t> data);
+// Copies `len` bytes from `src` to `dst` (which must not overlap) and feeds
+// them to the running CRC in the same pass: one read of the data instead of
+// two, for a payload that is both copied and checked.
+uint32_t crc32_copy(uint32_t state, uint8_t* dst, const uint8_t* src, size_t len);
+
+// The CRC engines. Every engine computes the same function; the fastest
+// one the CPU has is chosen at start-up. Like rte_net_crc_set_alg(), a test
+// or benchmark may pick another: set it before any lcore computes CRCs.
+enum class CrcEngine : uint8_t {
+  kTables,   // slicing-by-8 tables: any CPU
+  kClmul,    // PCLMULQDQ folding, four 128-bit lanes (x86-64 with SSE4.1)
+  kVpclmul,  // VPCLMULQDQ folding, four 512-bit lanes (x86-64 with AVX-512)
+};
+CrcEngine crc32_engine();
+// Selects `engine` if the CPU has it, else leaves the choice unchanged;
+// returns the engine in use.
+CrcEngine crc32_set_engine(CrcEngine engine);
+// The fastest engine this CPU has.
+CrcEngine crc32_best_engine();
 
 // Where the headers the ICRC masks sit in a frame. Offsets are from the start
 // of the Ethernet header.
@@ -32,5 +51,11 @@ struct IcrcLayout {
 // `headers` must hold at least the IP, SRH, UDP and BTH headers.
 uint32_t icrc_of(const IcrcLayout& layout, std::span<const uint8_t> headers,
                  std::span<const uint8_t> payload);
+
+// The ICRC of a frame whose headers (`hlen` bytes, at least the IP, SRH,
+// UDP and BTH headers) are already in `frame`, while `payload` is copied to
+// frame + hlen in the same pass.
+uint32_t icrc_copy(const IcrcLayout& layout, uint8_t* frame, size_t hlen,
+                   std::span<const uint8_t> payload);
 
 }  // namespace softmrc::wire

@@ -3,10 +3,6 @@
 
 namespace softmrc::wire {
 
-bool is_known_opcode(uint8_t op) {
-  return (op >= 0xc0 && op <= 0xc5) || (op >= 0xd0 && op <= 0xd4);
-}
-
 const char* opcode_name(Opcode op) {
   switch (op) {
     case Opcode::kWriteFirst:

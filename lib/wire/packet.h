@@ -100,7 +100,7 @@ struct PortStatus {
 };
 
 // BTH + MTH + the type header selected by `opcode`. Only the member that
-// matches the opcode is built or filled in by parse().
+// matches the opcode is built; parse() fills it and clears the others.
 struct Transport {
   Opcode opcode = Opcode::kWriteOnly;
   uint16_t pkey = kDefaultPkey;
@@ -116,11 +116,25 @@ struct Transport {
   PortStatus port_status;
 };
 
+// Whether frames from `frame` carry an SRH (SRv6 mode with srv6_srh).
+constexpr bool has_srh(const FrameSpec& frame) {
+  return frame.ip_version == IpVersion::kV6 && frame.ev_mode == EvMode::kSrv6 && frame.srv6_srh;
+}
+// Bytes of the Ethernet and VLAN headers: the offset of the IP header.
+constexpr size_t l3_offset(const FrameSpec& frame) {
+  return sizeof(EthHdr) + (frame.has_vlan ? sizeof(VlanTag) : 0);
+}
+// Bytes of MRC headers from the BTH through the type header (and ImmDt).
+constexpr size_t transport_header_len(Opcode op) {
+  return sizeof(Bth) + sizeof(Mth) + type_header_len(op);
+}
 // Bytes of headers from the Ethernet header through the type header (and
 // ImmDt), i.e. the offset of the payload.
-size_t header_len(const FrameSpec& frame, Opcode op);
-// Bytes of MRC headers from the BTH through the type header (and ImmDt).
-size_t transport_header_len(Opcode op);
+constexpr size_t header_len(const FrameSpec& frame, Opcode op) {
+  const size_t ip = frame.ip_version == IpVersion::kV4 ? sizeof(Ipv4Hdr) : sizeof(Ipv6Hdr);
+  return l3_offset(frame) + ip + (has_srh(frame) ? sizeof(SrhOneSegment) : 0) + sizeof(UdpHdr) +
+         transport_header_len(op);
+}
 
 inline constexpr size_t kMaxHeaderLen = 14 + 4 + 40 + 24 + 8 + 12 + 8 + 44 + 4;
 inline constexpr uint32_t kMaxPayload = 9000;  // largest MTU softmrc supports
@@ -148,6 +162,16 @@ void store_icrc(uint32_t icrc, uint8_t out[kIcrcLen]);
 // Returns the frame length, or 0 as build_headers does.
 size_t build_packet(const FrameSpec& frame, const WireEv& ev, TxMarking marking, const Transport& t,
                     std::span<const uint8_t> payload, std::span<uint8_t> out);
+
+// build_packet() in two steps: after build_headers() wrote `hlen` bytes of
+// headers for `frame` to `out`, copies the payload (of the length given to
+// build_headers()) behind them and appends the ICRC, computed in the same
+// pass as the copy. Returns the frame length, or 0 if `out` is too small.
+// A burst frames fastest as all its headers first, then all its
+// finish_packet() calls: the ICRC reads the headers back, and the CPU
+// cannot forward stores that recent to its wide loads.
+size_t finish_packet(const FrameSpec& frame, size_t hlen, std::span<const uint8_t> payload,
+                     std::span<uint8_t> out);
 
 enum class ParseStatus : uint8_t {
   kOk,
@@ -183,7 +207,7 @@ struct PacketView {
   uint8_t ecn = 0;
   uint32_t flow_label = 0;
   uint8_t ttl = 0;
-  uint8_t src_ip[16] = {};
+  uint8_t src_ip[16] = {};  // IPv4 addresses use the first 4 bytes, the rest are zero
   uint8_t dst_ip[16] = {};
   bool has_srh = false;
   uint8_t srh_segment[16] = {};
@@ -195,6 +219,8 @@ struct PacketView {
   uint16_t header_len = 0;
 };
 
+// On success every field of *out is written, so one view can serve packet
+// after packet; on failure *out is reset to a default view.
 ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, PacketView* out);
 
 // The wire EV the packet was sent on, reassembled from its headers for the

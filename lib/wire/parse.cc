@@ -11,45 +11,52 @@
 namespace softmrc::wire {
 namespace {
 
-size_t type_header_len(Opcode op) {
-  return transport_header_len(op) - sizeof(Bth) - sizeof(Mth);
-}
-
+// Fills the member of `t` its opcode selects and clears the others.
 void read_type_header(const uint8_t* p, Transport* t) {
   if (is_data(t->opcode)) {
-    const auto d = load<DataHdr>(p);
-    t->data.va = d.va.get();
-    t->data.rkey = d.rkey.get();
-    t->data.msg_len = d.msg_len.get();
-    t->data.msn = d.msn.get();
-    t->data.offset = d.offset.get();
-    t->data.imm = has_imm(t->opcode) ? load<ImmHdr>(p + sizeof(DataHdr)).imm.get() : 0;
+    t->data.va = get_be64(p + offsetof(DataHdr, va));
+    t->data.rkey = get_be32(p + offsetof(DataHdr, rkey));
+    t->data.msg_len = get_be32(p + offsetof(DataHdr, msg_len));
+    t->data.msn = get_be32(p + offsetof(DataHdr, msn));
+    t->data.offset = get_be32(p + offsetof(DataHdr, offset));
+    t->data.imm = has_imm(t->opcode) ? get_be32(p + sizeof(DataHdr)) : 0;
+    t->fb = {};
+    t->probe = {};
+    t->port_status = {};
   } else if (is_feedback(t->opcode)) {
-    const auto f = load<FeedbackHdr>(p);
-    t->fb.cum_psn = f.cum_psn.get() & kPsnMask;
-    t->fb.ref_psn = f.ref_psn.get() & kPsnMask;
-    t->fb.sack_base = f.sack_base.get() & kPsnMask;
-    t->fb.sack_bitmap[0] = f.sack_bitmap[0].get();
-    t->fb.sack_bitmap[1] = f.sack_bitmap[1].get();
-    t->fb.echo_tag = f.echo_tag.get();
-    t->fb.service_time_ns = f.service_time_ns.get();
-    t->fb.window_mpr = f.window_mpr.get();
-    t->fb.ce_count = f.ce_count.get();
-    t->fb.code = static_cast<NackCode>(f.code);
-    t->fb.flags = f.flags;
+    Feedback& f = t->fb;
+    f.cum_psn = get_be32(p + offsetof(FeedbackHdr, cum_psn)) & kPsnMask;
+    f.ref_psn = get_be32(p + offsetof(FeedbackHdr, ref_psn)) & kPsnMask;
+    f.sack_base = get_be32(p + offsetof(FeedbackHdr, sack_base)) & kPsnMask;
+    f.sack_bitmap[0] = get_be64(p + offsetof(FeedbackHdr, sack_bitmap));
+    f.sack_bitmap[1] = get_be64(p + offsetof(FeedbackHdr, sack_bitmap) + 8);
+    f.echo_tag = get_be32(p + offsetof(FeedbackHdr, echo_tag));
+    f.service_time_ns = get_be32(p + offsetof(FeedbackHdr, service_time_ns));
+    f.window_mpr = get_be16(p + offsetof(FeedbackHdr, window_mpr));
+    f.ce_count = get_be16(p + offsetof(FeedbackHdr, ce_count));
+    f.code = static_cast<NackCode>(p[offsetof(FeedbackHdr, code)]);
+    f.flags = p[offsetof(FeedbackHdr, flags)];
+    t->data = {};
+    t->probe = {};
+    t->port_status = {};
   } else if (t->opcode == Opcode::kPortStatus) {
-    const auto s = load<PortStatusHdr>(p);
-    t->port_status.port_mask = s.port_mask.get();
-    t->port_status.seq = s.seq.get();
-    t->port_status.num_planes = s.num_planes;
+    t->port_status.port_mask = get_be32(p + offsetof(PortStatusHdr, port_mask));
+    t->port_status.seq = get_be32(p + offsetof(PortStatusHdr, seq));
+    t->port_status.num_planes = p[offsetof(PortStatusHdr, num_planes)];
+    t->data = {};
+    t->fb = {};
+    t->probe = {};
   } else {
-    const auto pr = load<ProbeHdr>(p);
-    t->probe.req_id = pr.req_id.get();
-    t->probe.port = pr.port;
-    t->probe.flags = pr.flags;
-    t->probe.echo_tag = pr.echo_tag.get();
-    t->probe.t_send_ns = pr.t_send_ns.get();
-    t->probe.service_time_ns = pr.service_time_ns.get();
+    Probe& pr = t->probe;
+    pr.req_id = get_be16(p + offsetof(ProbeHdr, req_id));
+    pr.port = p[offsetof(ProbeHdr, port)];
+    pr.flags = p[offsetof(ProbeHdr, flags)];
+    pr.echo_tag = get_be32(p + offsetof(ProbeHdr, echo_tag));
+    pr.t_send_ns = get_be64(p + offsetof(ProbeHdr, t_send_ns));
+    pr.service_time_ns = get_be32(p + offsetof(ProbeHdr, service_time_ns));
+    t->data = {};
+    t->fb = {};
+    t->port_status = {};
   }
 }
 
@@ -81,26 +88,34 @@ ParseStatus check_fields(const Transport& t, uint32_t payload_len, bool trimmed)
   return ParseStatus::kOk;
 }
 
+// A failed parse leaves a default view behind. Resetting all of it costs
+// more than a whole parse, so only failures pay for it: a success writes
+// every field instead.
+[[gnu::cold, gnu::noinline]] ParseStatus reject(PacketView* out, ParseStatus status) {
+  *out = PacketView{};
+  return status;
+}
+
 }  // namespace
 
 ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, PacketView* out) {
-  *out = PacketView{};
   const uint8_t* const base = frame.data();
   const size_t size = frame.size();
-  size_t off = 0;
+  PacketView& v = *out;
 
-  if (size < sizeof(EthHdr)) return ParseStatus::kTruncated;
-  const auto eth = load<EthHdr>(base);
-  std::memcpy(out->dst_mac.bytes, eth.dst, 6);
-  std::memcpy(out->src_mac.bytes, eth.src, 6);
-  uint16_t ether_type = eth.ether_type.get();
-  off = sizeof(EthHdr);
+  // Fields are read in place, one access each (see get_be16()).
+  if (size < sizeof(EthHdr)) return reject(out, ParseStatus::kTruncated);
+  std::memcpy(v.dst_mac.bytes, base + offsetof(EthHdr, dst), 6);
+  std::memcpy(v.src_mac.bytes, base + offsetof(EthHdr, src), 6);
+  uint16_t ether_type = get_be16(base + offsetof(EthHdr, ether_type));
+  size_t off = sizeof(EthHdr);
+  v.has_vlan = false;
+  v.vlan_tci = 0;
   if (ether_type == kEtherTypeVlan) {
-    if (size < off + sizeof(VlanTag)) return ParseStatus::kTruncated;
-    const auto vlan = load<VlanTag>(base + off);
-    out->has_vlan = true;
-    out->vlan_tci = vlan.tci.get();
-    ether_type = vlan.ether_type.get();
+    if (size < off + sizeof(VlanTag)) return reject(out, ParseStatus::kTruncated);
+    v.has_vlan = true;
+    v.vlan_tci = get_be16(base + off + offsetof(VlanTag, tci));
+    ether_type = get_be16(base + off + offsetof(VlanTag, ether_type));
     off += sizeof(VlanTag);
   }
 
@@ -109,113 +124,130 @@ ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, Packet
   layout.ev_mode = cfg.ev_mode;
   size_t ip_end = 0;  // end of the IP packet; bytes after it are link padding
   uint8_t l4_proto = 0;
-  if (ether_type == kEtherTypeIpv4) {
-    if (size < off + sizeof(Ipv4Hdr)) return ParseStatus::kTruncated;
-    const auto ip = load<Ipv4Hdr>(base + off);
-    if (ip.version_ihl != 0x45) return ParseStatus::kBadIpHeader;
-    if (ipv4_header_sum(base + off) != 0xffff) return ParseStatus::kBadIpHeader;
-    if (ip.fragment.get() & 0x3fff) return ParseStatus::kFragment;  // MF or an offset
-    const size_t total = ip.total_length.get();
-    if (total < sizeof(Ipv4Hdr)) return ParseStatus::kBadIpHeader;
-    if (size < off + total) return ParseStatus::kTruncated;
-    ip_end = off + total;
-    out->ip_version = IpVersion::kV4;
-    out->dscp = ip.tos >> 2;
-    out->ecn = ip.tos & 3;
-    out->ttl = ip.ttl;
-    std::memcpy(out->src_ip, ip.src, 4);
-    std::memcpy(out->dst_ip, ip.dst, 4);
-    l4_proto = ip.protocol;
-    layout.ip_version = IpVersion::kV4;
-    off += sizeof(Ipv4Hdr);
-  } else if (ether_type == kEtherTypeIpv6) {
-    if (size < off + sizeof(Ipv6Hdr)) return ParseStatus::kTruncated;
-    const auto ip = load<Ipv6Hdr>(base + off);
-    const uint32_t vtf = ip.version_tc_flow.get();
-    if (vtf >> 28 != 6) return ParseStatus::kBadIpHeader;
-    const size_t payload = ip.payload_length.get();
-    if (size < off + sizeof(Ipv6Hdr) + payload) return ParseStatus::kTruncated;
+  v.has_srh = false;
+  std::memset(v.srh_segment, 0, sizeof(v.srh_segment));
+  if (ether_type == kEtherTypeIpv6) {
+    if (size < off + sizeof(Ipv6Hdr)) return reject(out, ParseStatus::kTruncated);
+    const uint8_t* ip = base + off;
+    const uint32_t vtf = get_be32(ip + offsetof(Ipv6Hdr, version_tc_flow));
+    if (vtf >> 28 != 6) return reject(out, ParseStatus::kBadIpHeader);
+    const size_t payload = get_be16(ip + offsetof(Ipv6Hdr, payload_length));
+    if (size < off + sizeof(Ipv6Hdr) + payload) return reject(out, ParseStatus::kTruncated);
     ip_end = off + sizeof(Ipv6Hdr) + payload;
-    out->ip_version = IpVersion::kV6;
-    out->dscp = (vtf >> 22) & 0x3f;
-    out->ecn = (vtf >> 20) & 3;
-    out->flow_label = vtf & 0xfffff;
-    out->ttl = ip.hop_limit;
-    std::memcpy(out->src_ip, ip.src, 16);
-    std::memcpy(out->dst_ip, ip.dst, 16);
-    l4_proto = ip.next_header;
+    v.ip_version = IpVersion::kV6;
+    v.dscp = (vtf >> 22) & 0x3f;
+    v.ecn = (vtf >> 20) & 3;
+    v.flow_label = vtf & 0xfffff;
+    v.ttl = ip[offsetof(Ipv6Hdr, hop_limit)];
+    std::memcpy(v.src_ip, ip + offsetof(Ipv6Hdr, src), 16);
+    std::memcpy(v.dst_ip, ip + offsetof(Ipv6Hdr, dst), 16);
+    l4_proto = ip[offsetof(Ipv6Hdr, next_header)];
     layout.ip_version = IpVersion::kV6;
     off += sizeof(Ipv6Hdr);
     if (l4_proto == kIpProtoRouting) {
-      if (ip_end < off + sizeof(SrhOneSegment)) return ParseStatus::kTruncated;
-      const auto srh = load<SrhOneSegment>(base + off);
+      if (ip_end < off + sizeof(SrhOneSegment)) return reject(out, ParseStatus::kTruncated);
+      const uint8_t* srh = base + off;
       // MRC's SRv6 mode uses exactly one 128-bit segment.
-      if (srh.routing_type != kSrhRoutingType || srh.hdr_ext_len != 2 || srh.last_entry != 0)
-        return ParseStatus::kNotUdp;
-      out->has_srh = true;
-      std::memcpy(out->srh_segment, srh.segment, 16);
-      l4_proto = srh.next_header;
+      if (srh[offsetof(SrhOneSegment, routing_type)] != kSrhRoutingType ||
+          srh[offsetof(SrhOneSegment, hdr_ext_len)] != 2 ||
+          srh[offsetof(SrhOneSegment, last_entry)] != 0)
+        return reject(out, ParseStatus::kNotUdp);
+      v.has_srh = true;
+      std::memcpy(v.srh_segment, srh + offsetof(SrhOneSegment, segment), 16);
+      l4_proto = srh[offsetof(SrhOneSegment, next_header)];
       layout.has_srh = true;
       off += sizeof(SrhOneSegment);
     }
+  } else if (ether_type == kEtherTypeIpv4) {
+    if (size < off + sizeof(Ipv4Hdr)) return reject(out, ParseStatus::kTruncated);
+    const uint8_t* ip = base + off;
+    if (ip[offsetof(Ipv4Hdr, version_ihl)] != 0x45) return reject(out, ParseStatus::kBadIpHeader);
+    if (ipv4_header_sum(ip) != 0xffff) return reject(out, ParseStatus::kBadIpHeader);
+    // MF or a fragment offset.
+    if (get_be16(ip + offsetof(Ipv4Hdr, fragment)) & 0x3fff)
+      return reject(out, ParseStatus::kFragment);
+    const size_t total = get_be16(ip + offsetof(Ipv4Hdr, total_length));
+    if (total < sizeof(Ipv4Hdr)) return reject(out, ParseStatus::kBadIpHeader);
+    if (size < off + total) return reject(out, ParseStatus::kTruncated);
+    ip_end = off + total;
+    const uint8_t tos = ip[offsetof(Ipv4Hdr, tos)];
+    v.ip_version = IpVersion::kV4;
+    v.dscp = tos >> 2;
+    v.ecn = tos & 3;
+    v.flow_label = 0;
+    v.ttl = ip[offsetof(Ipv4Hdr, ttl)];
+    std::memset(v.src_ip, 0, sizeof(v.src_ip));
+    std::memset(v.dst_ip, 0, sizeof(v.dst_ip));
+    std::memcpy(v.src_ip, ip + offsetof(Ipv4Hdr, src), 4);
+    std::memcpy(v.dst_ip, ip + offsetof(Ipv4Hdr, dst), 4);
+    l4_proto = ip[offsetof(Ipv4Hdr, protocol)];
+    layout.ip_version = IpVersion::kV4;
+    off += sizeof(Ipv4Hdr);
   } else {
-    return ParseStatus::kNotIp;
+    return reject(out, ParseStatus::kNotIp);
   }
-  if (l4_proto != kIpProtoUdp) return ParseStatus::kNotUdp;
+  if (l4_proto != kIpProtoUdp) return reject(out, ParseStatus::kNotUdp);
 
-  if (ip_end < off + sizeof(UdpHdr)) return ParseStatus::kTruncated;
-  const auto udp = load<UdpHdr>(base + off);
-  if (udp.dst_port.get() != kRoceUdpPort) return ParseStatus::kNotMrcPort;
-  if (udp.length.get() != ip_end - off) return ParseStatus::kBadUdpLength;
-  out->udp_src_port = udp.src_port.get();
+  if (ip_end < off + sizeof(UdpHdr)) return reject(out, ParseStatus::kTruncated);
+  const uint8_t* udp = base + off;
+  if (get_be16(udp + offsetof(UdpHdr, dst_port)) != kRoceUdpPort)
+    return reject(out, ParseStatus::kNotMrcPort);
+  if (get_be16(udp + offsetof(UdpHdr, length)) != ip_end - off)
+    return reject(out, ParseStatus::kBadUdpLength);
+  v.udp_src_port = get_be16(udp + offsetof(UdpHdr, src_port));
   off += sizeof(UdpHdr);
 
-  if (ip_end < off + sizeof(Bth) + sizeof(Mth)) return ParseStatus::kTruncated;
-  const auto bth = load<Bth>(base + off);
-  if (!is_known_opcode(bth.opcode)) return ParseStatus::kBadOpcode;
-  if (bth.se_m_pad_tver & 0x0f) return ParseStatus::kBadVersion;  // BTH TVer must be 0
-  const auto mth = load<Mth>(base + off + sizeof(Bth));
-  if (mth.version != kProtocolVersion) return ParseStatus::kBadVersion;
-  Transport& t = out->t;
-  t.opcode = static_cast<Opcode>(bth.opcode);
-  t.solicited = bth.se_m_pad_tver & 0x80;
-  t.pkey = bth.pkey.get();
-  t.dest_qpn = bth.dest_qpn.get();
-  t.ack_req = bth.ack_req & 0x80;
-  t.psn = bth.psn.get();
-  t.mth_flags = mth.flags;
-  t.path_tag = mth.path_tag.get();
+  if (ip_end < off + sizeof(Bth) + sizeof(Mth)) return reject(out, ParseStatus::kTruncated);
+  const uint8_t* bth = base + off;
+  const uint8_t* mth = bth + sizeof(Bth);
+  const uint8_t opcode = bth[offsetof(Bth, opcode)];
+  const uint8_t se_tver = bth[offsetof(Bth, se_m_pad_tver)];
+  if (!is_known_opcode(opcode)) return reject(out, ParseStatus::kBadOpcode);
+  if (se_tver & 0x0f) return reject(out, ParseStatus::kBadVersion);  // BTH TVer must be 0
+  if (mth[offsetof(Mth, version)] != kProtocolVersion) return reject(out, ParseStatus::kBadVersion);
+  // The ICRC is computed here and compared last: its latency then overlaps
+  // with reading the rest of the headers instead of adding to it.
+  const bool check_icrc = cfg.verify_icrc && v.dscp != cfg.dscp.trimmed;
+  const uint32_t icrc = check_icrc ? icrc_of(layout, frame.first(ip_end - kIcrcLen), {}) : 0;
+  Transport& t = v.t;
+  t.opcode = static_cast<Opcode>(opcode);
+  t.pkey = get_be16(bth + offsetof(Bth, pkey));
+  t.dest_qpn = get_be24(bth + offsetof(Bth, dest_qpn));
+  t.psn = get_be24(bth + offsetof(Bth, psn));
+  t.ack_req = bth[offsetof(Bth, ack_req)] & 0x80;
+  t.solicited = se_tver & 0x80;
+  t.mth_flags = mth[offsetof(Mth, flags)];
+  t.path_tag = get_be32(mth + offsetof(Mth, path_tag));
   off += sizeof(Bth) + sizeof(Mth);
 
   const size_t type_len = type_header_len(t.opcode);
-  if (ip_end < off + type_len) return ParseStatus::kTruncated;
+  if (ip_end < off + type_len) return reject(out, ParseStatus::kTruncated);
   read_type_header(base + off, &t);
   off += type_len;
-  out->header_len = static_cast<uint16_t>(off);
+  v.header_len = static_cast<uint16_t>(off);
+  v.payload = nullptr;
+  v.payload_len = 0;
 
-  out->trimmed = out->dscp == cfg.dscp.trimmed;
-  if (out->trimmed) {
+  v.trimmed = v.dscp == cfg.dscp.trimmed;
+  if (v.trimmed) {
     // Only data is trimmable; what follows the headers is not payload.
-    if (!is_data(t.opcode)) return ParseStatus::kBadField;
-    return check_fields(t, 0, true);
+    if (!is_data(t.opcode)) return reject(out, ParseStatus::kBadField);
+    const ParseStatus s = check_fields(t, 0, true);
+    return s == ParseStatus::kOk ? s : reject(out, s);
   }
 
-  if (ip_end < off + kIcrcLen) return ParseStatus::kTruncated;
+  if (ip_end < off + kIcrcLen) return reject(out, ParseStatus::kTruncated);
   const size_t payload_len = ip_end - off - kIcrcLen;
   if (payload_len > kMaxPayload || (payload_len > 0 && !is_data(t.opcode)))
-    return ParseStatus::kBadLength;
+    return reject(out, ParseStatus::kBadLength);
   if (const ParseStatus s = check_fields(t, static_cast<uint32_t>(payload_len), false);
       s != ParseStatus::kOk)
-    return s;
+    return reject(out, s);
 
-  if (cfg.verify_icrc) {
-    const uint8_t* icrc_at = base + ip_end - kIcrcLen;
-    const uint32_t want = load<Be32>(icrc_at).get();
-    const uint32_t got = icrc_of(layout, frame.first(ip_end - kIcrcLen), {});
-    if (want != got) return ParseStatus::kBadIcrc;
-  }
-  out->payload = payload_len ? base + off : nullptr;
-  out->payload_len = static_cast<uint32_t>(payload_len);
+  if (check_icrc && icrc != get_be32(base + ip_end - kIcrcLen))
+    return reject(out, ParseStatus::kBadIcrc);
+  v.payload = payload_len ? base + off : nullptr;
+  v.payload_len = static_cast<uint32_t>(payload_len);
   return ParseStatus::kOk;
 }
 

@@ -357,6 +357,114 @@ TEST(Parse, ParseViewIsResetOnFailure) {
   EXPECT_EQ(v.payload_len, 0u);
 }
 
+// Every field of two views, the Transport members the opcode does not
+// select included.
+void expect_same_view(const PacketView& a, const PacketView& b) {
+  EXPECT_EQ(0, std::memcmp(a.src_mac.bytes, b.src_mac.bytes, 6));
+  EXPECT_EQ(0, std::memcmp(a.dst_mac.bytes, b.dst_mac.bytes, 6));
+  EXPECT_EQ(a.has_vlan, b.has_vlan);
+  EXPECT_EQ(a.vlan_tci, b.vlan_tci);
+  EXPECT_EQ(a.ip_version, b.ip_version);
+  EXPECT_EQ(a.dscp, b.dscp);
+  EXPECT_EQ(a.ecn, b.ecn);
+  EXPECT_EQ(a.flow_label, b.flow_label);
+  EXPECT_EQ(a.ttl, b.ttl);
+  EXPECT_EQ(0, std::memcmp(a.src_ip, b.src_ip, 16));
+  EXPECT_EQ(0, std::memcmp(a.dst_ip, b.dst_ip, 16));
+  EXPECT_EQ(a.has_srh, b.has_srh);
+  EXPECT_EQ(0, std::memcmp(a.srh_segment, b.srh_segment, 16));
+  EXPECT_EQ(a.udp_src_port, b.udp_src_port);
+  EXPECT_EQ(a.trimmed, b.trimmed);
+  EXPECT_EQ(a.payload, b.payload);
+  EXPECT_EQ(a.payload_len, b.payload_len);
+  EXPECT_EQ(a.header_len, b.header_len);
+  Transport ta = a.t;
+  Transport tb = b.t;
+  expect_same_transport(ta, tb);
+  // The members the opcode leaves out are cleared, as in a fresh view.
+  for (Opcode op :
+       {Opcode::kWriteLastImm, Opcode::kAck, Opcode::kProbeReply, Opcode::kPortStatus}) {
+    ta.opcode = tb.opcode = op;
+    expect_same_transport(ta, tb);
+  }
+}
+
+// parse() writes every field on success instead of resetting the view
+// first: a view reused across packets must hold the last packet only.
+TEST(Parse, AReusedViewHoldsOnlyTheLastPacket) {
+  const FrameSpec busy = make_frame(IpVersion::kV6, EvMode::kSrv6, true, true);
+  const auto previous = {
+      build(busy, make_transport(Opcode::kWriteLastImm, 300), make_payload(300)),
+      build(v4(), make_transport(Opcode::kNack), {}),
+      build(busy, make_transport(Opcode::kPortStatus), {}),
+  };
+  for (const Framing& framing : kFramings) {
+    const FrameSpec frame = make_frame(framing.ip, framing.mode, framing.vlan, framing.srh);
+    for (Opcode op : testing::kAllOpcodes) {
+      const uint32_t payload_len = is_data(op) ? 100 : 0;
+      const auto bytes = build(frame, make_transport(op, payload_len), make_payload(payload_len));
+      ParseConfig cfg;
+      cfg.ev_mode = framing.mode;
+      PacketView fresh;
+      ASSERT_EQ(parse(bytes, cfg, &fresh), ParseStatus::kOk);
+      for (const auto& before : previous) {
+        PacketView reused;
+        ParseConfig before_cfg;
+        before_cfg.ev_mode = EvMode::kSrv6;
+        ASSERT_EQ(parse(before, before_cfg, &reused), ParseStatus::kOk);
+        ASSERT_EQ(parse(bytes, cfg, &reused), ParseStatus::kOk);
+        SCOPED_TRACE(framing_name(framing) + opcode_name(op));
+        expect_same_view(reused, fresh);
+      }
+    }
+  }
+}
+
+// build_headers() writes fields in place: every byte of the headers,
+// reserved ones included, must be written whatever the buffer held.
+TEST(Build, WritesEveryHeaderByte) {
+  for (const Framing& framing : kFramings) {
+    const FrameSpec frame = make_frame(framing.ip, framing.mode, framing.vlan, framing.srh);
+    for (Opcode op : testing::kAllOpcodes) {
+      const Transport t = make_transport(op, is_data(op) ? 100 : 0);
+      std::vector<uint8_t> zeros(kMaxHeaderLen, 0x00);
+      std::vector<uint8_t> ones(kMaxHeaderLen, 0xff);
+      const size_t n =
+          build_headers(frame, testing::make_ev(), {26, kEcnEct0}, t, is_data(op) ? 100 : 0, zeros);
+      ASSERT_EQ(n, header_len(frame, op));
+      ASSERT_EQ(
+          build_headers(frame, testing::make_ev(), {26, kEcnEct0}, t, is_data(op) ? 100 : 0, ones),
+          n);
+      EXPECT_EQ(0, std::memcmp(zeros.data(), ones.data(), n))
+          << framing_name(framing) << opcode_name(op);
+    }
+  }
+}
+
+// The framer's way: every header of a burst, then every payload and ICRC.
+TEST(Build, HeadersThenFinishPacketEqualsBuildPacket) {
+  for (const Framing& framing : kFramings) {
+    const FrameSpec frame = make_frame(framing.ip, framing.mode, framing.vlan, framing.srh);
+    std::vector<std::vector<uint8_t>> burst;
+    std::vector<size_t> hlens;
+    for (Opcode op : testing::kAllOpcodes) {
+      const uint32_t len = is_data(op) ? 1500 : 0;
+      burst.emplace_back(kMaxHeaderLen + len + kIcrcLen);
+      hlens.push_back(build_headers(frame, testing::make_ev(), {26, kEcnEct0},
+                                    make_transport(op, len), len, burst.back()));
+      ASSERT_EQ(hlens.back(), header_len(frame, op));
+    }
+    for (size_t i = 0; i < burst.size(); ++i) {
+      const Opcode op = testing::kAllOpcodes[i];
+      const auto payload = make_payload(is_data(op) ? 1500 : 0);
+      const size_t n = finish_packet(frame, hlens[i], payload, burst[i]);
+      burst[i].resize(n);
+      EXPECT_EQ(burst[i], build(frame, make_transport(op, payload.size()), payload))
+          << framing_name(framing) << opcode_name(op);
+    }
+  }
+}
+
 TEST(Build, RefusesFieldsOutOfRange) {
   std::vector<uint8_t> out(kMaxHeaderLen + kMaxPayload + kIcrcLen);
   const WireEv ev = testing::make_ev();
