@@ -19,22 +19,33 @@ For each payload size the same run measures, on one forwarding lcore each:
 
 softmrcd's peer is synthetic (softmrcd --linerate, app/softmrcd/linerate.h):
 frames are pre-built in the RX pool and the peer only patches the PSN and
-ICRC, so nearly all the measured time is the endpoint's. Ratios are
-softmrcd / testpmd from this same run; on a shared machine only ratios mean
-anything. Usage: bench/linerate.py [--build build] [--seconds 2]
+ICRC, so nearly all the measured time is the endpoint's.
+
+On a shared machine the forwarding lcore does not get a whole CPU, and each
+program gets a different share: the script samples the CPU time of each
+one's lcore thread (rte-worker-1) over its measured interval, prints that
+share, and divides each rate by it. Rates and ratios are per lcore-second:
+what one lcore that had its CPU to itself would do. They still move from
+run to run (other programs also take caches and memory bandwidth): --runs N
+measures everything N times and prints the median of each cell (a ratio is
+the median of the runs' ratios).
+Usage: bench/linerate.py [--build build] [--seconds 2] [--runs 1]
 """
 
 import argparse
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 EAL = ['-l', '0-1', '--no-huge', '-m', '512', '--no-pci', '--log-level', 'lib.eal:warning']
 PAYLOADS = [64, 256, 1024, 4096]
 VALID_MTUS = {256, 512, 1024, 2048, 4096, 9000}
+LCORE_THREAD = 'rte-worker-1'  # the forwarding lcore (-l 0-1) in both programs
 
 CONFIG = """path_mtu: {mtu}
 rx_verify_icrc: {icrc}
@@ -54,31 +65,109 @@ peers:
 """
 
 
+def lcore_cpu_ns(pid):
+    """CPU time of the process's forwarding lcore thread so far, or None."""
+    try:
+        for tid in os.listdir(f'/proc/{pid}/task'):
+            with open(f'/proc/{pid}/task/{tid}/comm') as f:
+                if f.read().strip() != LCORE_THREAD:
+                    continue
+            with open(f'/proc/{pid}/task/{tid}/schedstat') as f:
+                return int(f.read().split()[0])
+    except OSError:
+        pass
+    return None
+
+
+def run(cmd, window, stop_after=None):
+    """Runs cmd (SIGINT stop_after s after its lcore began to poll); returns its
+    exit code, its output, and the share of a CPU its lcore got from window[0]
+    to window[1] s after it began to poll."""
+    with tempfile.TemporaryFile('w+') as out:
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True)
+        started, samples, last = None, [], None
+        deadline = time.monotonic() + 60
+        while p.poll() is None:
+            now = time.monotonic()
+            cpu = lcore_cpu_ns(p.pid)
+            if cpu is not None:
+                # The lcore thread sleeps until the program starts it polling.
+                if started is None and last is not None and cpu - last[1] > 0.05e9 * (now - last[0]):
+                    started = last[0]
+                last = (now, cpu)
+                if started is not None:
+                    samples.append((now - started, cpu))
+                    if stop_after is not None and now - started > stop_after:
+                        p.send_signal(signal.SIGINT)
+                        stop_after = None
+            if now > deadline:
+                p.kill()
+            time.sleep(0.05)
+        out.seek(0)
+        text = out.read()
+    inside = [s for s in samples if window[0] <= s[0] <= window[1]]
+    if len(inside) < 2:
+        sys.exit(f'{cmd[0]}: no CPU time of its lcore thread:\n{text[-2000:]}')
+    (t0, c0), (t1, c1) = inside[0], inside[-1]
+    return p.returncode, text, (c1 - c0) / 1e9 / (t1 - t0)
+
+
 def softmrcd(args, mode, mtu, icrc=True):
+    """(frame bytes, Mpps, Gb/s, lcore CPU share) of softmrcd --linerate."""
     path = os.path.join(args.workdir, f'linerate-{mtu}-{icrc}.yaml')
     with open(path, 'w') as f:
         f.write(CONFIG.format(mtu=mtu, icrc='true' if icrc else 'false'))
     cmd = [args.softmrcd] + EAL + ['--file-prefix', 'smrcd-bench-linerate', '--', '--config',
                                    path, '--linerate', mode]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    # The measured interval: after 300 ms of warm-up, 2 s.
+    code, out, share = run(cmd, (0.5, 2.2))
     m = re.search(r'linerate \S+: (\d+)-byte frames, ([\d.]+) Mpps, ([\d.]+) Gb/s .* '
-                  r'(\d+) dropped\)', r.stdout)
-    if r.returncode != 0 or m is None or m.group(4) != '0':
-        sys.exit(f'softmrcd --linerate {mode} failed:\n{r.stdout}{r.stderr}')
-    return int(m.group(1)), float(m.group(2)), float(m.group(3))
+                  r'(\d+) dropped\)', out)
+    if code != 0 or m is None or m.group(4) != '0':
+        sys.exit(f'softmrcd --linerate {mode} failed:\n{out}')
+    return int(m.group(1)), float(m.group(2)), float(m.group(3)), share
 
 
 def testpmd(args, frame, copy):
-    """Mpps of io forwarding on one net_null port (median of 1 s periods)."""
-    cmd = ['timeout', '-s', 'INT', str(args.seconds + 3), 'dpdk-testpmd'] + EAL + [
+    """Mpps of io forwarding on one net_null port (median of 1 s periods) and
+    the lcore's CPU share."""
+    cmd = ['dpdk-testpmd'] + EAL + [
         '--file-prefix', 'smrcd-bench-testpmd', '--vdev', f'net_null0,size={frame},copy={copy}',
         '--', '--forward-mode=io', '--port-topology=loop', '--stats-period', '1',
         '--total-num-mbufs', '16384', '--mbuf-size', str(frame + 256)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
-    pps = [int(x) for x in re.findall(r'Rx-pps:\s+(\d+)', r.stdout)][2:]  # skip the ramp-up
+    _, out, share = run(cmd, (2.0, args.seconds + 2.9), stop_after=args.seconds + 3)
+    pps = [int(x) for x in re.findall(r'Rx-pps:\s+(\d+)', out)][2:]  # skip the ramp-up
     if not pps:
-        sys.exit('dpdk-testpmd gave no rates:\n' + r.stdout[-2000:] + r.stderr[-2000:])
-    return statistics.median(pps) / 1e6
+        sys.exit('dpdk-testpmd gave no rates:\n' + out[-2000:])
+    return statistics.median(pps) / 1e6, share
+
+
+def measure(args):
+    """One run of every row: (name, payload, frame, Mpps, Gb/s, CPU share,
+    testpmd Mpps, Gb/s, CPU share, ratio, vs), rates per lcore-second."""
+    rows = []
+
+    def row(name, size, frame, mpps, share, base_mpps, base_share, vs):
+        mpps, base_mpps = mpps / share, base_mpps / base_share
+        rows.append((name, size, frame, mpps, mpps * frame * 8e-3, share, base_mpps,
+                     base_mpps * frame * 8e-3, base_share, mpps / base_mpps, vs))
+
+    frame, mpps, _, share = softmrcd(args, 'probe', 4096)
+    io, io_share = testpmd(args, frame, 0)
+    row('probe (header-only)', '-', frame, mpps, share, io, io_share, 'io')
+    for size in PAYLOADS:
+        mtu = size if size in VALID_MTUS else 4096
+        results = {'rx': softmrcd(args, f'rx:{size}', mtu),
+                   'rx-noicrc': softmrcd(args, f'rx:{size}', mtu, icrc=False),
+                   'tx': softmrcd(args, f'tx:{size}', mtu)}
+        frame = results['rx'][0]
+        copy, copy_share = testpmd(args, frame, 1)
+        io, io_share = testpmd(args, frame, 0)
+        # Gb/s of frames of each mode's own size (tx frames may differ).
+        for name, (f, mpps, _, share) in results.items():
+            row(name, size, f, mpps, share, copy, copy_share, 'copy')
+        row('testpmd io', size, frame, io, io_share, io, io_share, 'io')
+    return rows
 
 
 def main():
@@ -86,34 +175,21 @@ def main():
     p.add_argument('--build', default='build')
     p.add_argument('--softmrcd', help='default: <build>/app/softmrcd')
     p.add_argument('--seconds', type=int, default=2, help='testpmd run length')
+    p.add_argument('--runs', type=int, default=1, help='runs to take the median of')
     args = p.parse_args()
     args.softmrcd = args.softmrcd or os.path.join(args.build, 'app', 'softmrcd')
     with tempfile.TemporaryDirectory() as tmp:
         args.workdir = tmp
-        rows = []
-        frame, mpps, gbps = softmrcd(args, 'probe', 4096)
-        io = testpmd(args, frame, 0)
-        rows.append(('probe (header-only)', '-', frame, mpps, gbps, io, io * frame * 8e-3,
-                     mpps / io, 'io'))
-        for size in PAYLOADS:
-            mtu = size if size in VALID_MTUS else 4096
-            results = {'rx': softmrcd(args, f'rx:{size}', mtu),
-                       'rx-noicrc': softmrcd(args, f'rx:{size}', mtu, icrc=False),
-                       'tx': softmrcd(args, f'tx:{size}', mtu)}
-            frame = results['rx'][0]
-            copy = testpmd(args, frame, 1)
-            io = testpmd(args, frame, 0)
-            for name, (f, mpps, gbps) in results.items():
-                tp = copy * f * 8e-3
-                rows.append((name, size, f, mpps, gbps, copy, tp, gbps / tp, 'copy'))
-            rows.append(('testpmd io', size, frame, io, io * frame * 8e-3, io, io * frame * 8e-3,
-                         1.0, 'io'))
-    print('| softmrcd mode | payload B | frame B | softmrcd Mpps | softmrcd Gb/s | '
-          'testpmd Mpps | testpmd Gb/s | ratio (vs) |')
-    print('|---|---|---|---|---|---|---|---|')
-    for name, size, frame, mpps, gbps, tmpps, tgbps, ratio, vs in rows:
-        print(f'| {name} | {size} | {frame} | {mpps:.2f} | {gbps:.1f} | {tmpps:.2f} | '
-              f'{tgbps:.1f} | {ratio * 100:.0f}% ({vs}) |')
+        runs = [measure(args) for _ in range(max(1, args.runs))]
+    print('| softmrcd mode | payload B | frame B | softmrcd Mpps | softmrcd Gb/s | its CPU | '
+          'testpmd Mpps | testpmd Gb/s | its CPU | ratio (vs) |')
+    print('|---|---|---|---|---|---|---|---|---|---|')
+    for cells in zip(*runs):
+        name, size, frame, vs = cells[0][0], cells[0][1], cells[0][2], cells[0][10]
+        mpps, gbps, share, tmpps, tgbps, tshare, ratio = (
+            statistics.median(c[k] for c in cells) for k in (3, 4, 5, 6, 7, 8, 9))
+        print(f'| {name} | {size} | {frame} | {mpps:.2f} | {gbps:.1f} | {share * 100:.0f}% | '
+              f'{tmpps:.2f} | {tgbps:.1f} | {tshare * 100:.0f}% | {ratio * 100:.0f}% ({vs}) |')
 
 
 if __name__ == '__main__':

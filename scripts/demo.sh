@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The main job: two MRC endpoints spray a multi-GiB transfer over four
-# planes of an emulated fabric that trims on one plane, while another plane
-# fails mid-transfer; every byte is verified. Extra arguments go to the
-# program (see --help).
+# The main job: softmrcd hosts two MRC endpoints that spray a multi-GiB
+# transfer over four planes of the emulated fabric; one plane trims all
+# along, another fails mid-transfer and comes back; every byte is verified
+# (config/softmrcd/demo.yaml, docs/daemon.md). Two cores, no hugepages.
+# Extra arguments go to softmrcd (see its --help), e.g. -i for the prompt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[[ -x build/app/smrc-loopback ]] || { echo "demo: run scripts/setup.sh first" >&2; exit 1; }
+[[ -x build/app/softmrcd ]] || { echo "demo: run scripts/setup.sh first" >&2; exit 1; }
 ninja -C build >/dev/null
-exec build/app/smrc-loopback --gib 4 --planes 4 --fail-plane 2 --trim-plane 3 "$@"
+exec build/app/softmrcd -l 0-1 --no-huge -m 512 --no-pci --file-prefix smrc-demo \
+  --log-level lib.eal:warning -- --config config/softmrcd/demo.yaml "$@"

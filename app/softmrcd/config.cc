@@ -43,6 +43,20 @@ std::string quoted(const YAML::Node& n) {
   return n.IsScalar() ? "'" + n.Scalar() + "'" : std::string("a ") + (n.IsMap() ? "map" : "list");
 }
 
+// A whole number in [lo, hi], decimal or 0x hex.
+uint64_t whole_number(const YAML::Node& v, const std::string& key, uint64_t lo, uint64_t hi) {
+  const std::string s = v.IsScalar() ? v.Scalar() : "";
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long x = std::strtoull(s.c_str(), &end, 0);
+  if (s.empty() || s[0] == '-' || s[0] == '+' || *end != '\0' || errno == ERANGE)
+    fail(key, quoted(v) + " is not a whole number");
+  if (x < lo || x > hi)
+    fail(key,
+         std::to_string(x) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+  return x;
+}
+
 // A YAML mapping being read, with its key path.
 class Map {
  public:
@@ -64,17 +78,7 @@ class Map {
   template <typename T>
   void uint(const char* k, uint64_t lo, uint64_t hi, T* out) {
     if (!has(k)) return;
-    const YAML::Node v = get(k);
-    const std::string s = v.IsScalar() ? v.Scalar() : "";
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long x = std::strtoull(s.c_str(), &end, 0);
-    if (s.empty() || s[0] == '-' || s[0] == '+' || *end != '\0' || errno == ERANGE)
-      fail(key(k), quoted(v) + " is not a whole number");
-    if (x < lo || x > hi)
-      fail(key(k), std::to_string(x) + " is out of range " + std::to_string(lo) + ".." +
-                       std::to_string(hi));
-    *out = static_cast<T>(x);
+    *out = static_cast<T>(whole_number(get(k), key(k), lo, hi));
   }
 
   void number(const char* k, double lo, double hi, double* out) {
@@ -281,6 +285,118 @@ uint32_t find_endpoint(const Config& c, const std::string& key, const std::strin
   fail(key, "no endpoint named '" + name + "'");
 }
 
+// The fabric keys of a link, or of one of its planes over the link's.
+void read_plane_fabric(Map& m, PlaneFabricSpec* p) {
+  fabric::LinkConfig& l = p->link;
+  double gbps = static_cast<double>(l.rate_mbps) / 1000;
+  m.number("rate_gbps", 0.001, 10'000, &gbps);
+  l.rate_mbps = static_cast<uint64_t>(std::llround(gbps * 1000));
+  double us = static_cast<double>(l.delay_ns) / 1000;
+  m.number("delay_us", 0, 100'000, &us);
+  l.delay_ns = static_cast<uint64_t>(std::llround(us * 1000));
+  // 0 KiB: no limit (no marking for ecn_kib).
+  const auto kib = [&](const char* k, uint64_t* bytes) {
+    uint64_t n = 0;
+    if (!m.has(k)) return;
+    m.uint(k, 0, 1u << 20, &n);
+    *bytes = n == 0 ? fabric::kUnbounded : n << 10;
+  };
+  kib("buffer_kib", &l.buffer_bytes);
+  kib("ecn_kib", &l.ecn_threshold_bytes);
+  kib("priority_kib", &l.priority_buffer_bytes);
+  m.choice("overflow", {{"drop", fabric::Overflow::kDrop}, {"trim", fabric::Overflow::kTrim}},
+           &l.overflow);
+  m.number("loss", 0, 1, &p->loss);
+  if ((m.has("ecn_kib") || m.has("buffer_kib")) && l.ecn_threshold_bytes != fabric::kUnbounded &&
+      l.buffer_bytes != fabric::kUnbounded && l.ecn_threshold_bytes >= l.buffer_bytes)
+    fail(m.key("ecn_kib"), std::to_string(l.ecn_threshold_bytes >> 10) +
+                               " is not below buffer_kib (" + std::to_string(l.buffer_bytes >> 10) +
+                               "): no packet would be marked");
+}
+
+// Schedule entries: one change each, in time order; `for_ms` adds the
+// change that undoes it.
+void read_schedule(Map& m, const std::vector<PlaneFabricSpec>& planes, uint32_t num_planes,
+                   std::vector<LinkEvent>* out) {
+  const YAML::Node sched = m.list("schedule");
+  std::vector<LinkEvent> undo;
+  uint64_t last_ns = 0;
+  for (size_t i = 0; i < sched.size(); ++i) {
+    const std::string key = index_key(m.key("schedule"), i);
+    Map s(sched[i], key);
+    LinkEvent ev;
+    if (!s.has("at_ms")) fail(s.key("at_ms"), "missing");
+    uint64_t at_ms = 0;
+    s.uint("at_ms", 0, 86'400'000, &at_ms);
+    ev.at_ns = at_ms * 1'000'000;
+    if (ev.at_ns < last_ns) fail(s.key("at_ms"), "is earlier than the event before it");
+    last_ns = ev.at_ns;
+    if (!s.has("plane")) fail(s.key("plane"), "missing");
+    s.uint("plane", 0, num_planes - 1, &ev.plane);
+    const char* change = nullptr;
+    for (const char* k : {"state", "loss", "blackhole", "rate_factor"}) {
+      if (!s.has(k)) continue;
+      if (change != nullptr)
+        fail(key, std::string("has both '") + change + "' and '" + k + "'; one change per event");
+      change = k;
+    }
+    if (change == nullptr) fail(key, "needs one of state, loss, blackhole or rate_factor");
+    const std::string what = change;
+    s.choice("direction",
+             {{"both", LinkDirection::kBoth},
+              {"a_to_b", LinkDirection::kAToB},
+              {"b_to_a", LinkDirection::kBToA}},
+             &ev.direction);
+    if (what == "state" && ev.direction != LinkDirection::kBoth)
+      fail(s.key("direction"), "a plane goes down or up in both directions, as a cable does");
+    if (s.has("evs") && what != "blackhole") fail(s.key("evs"), "only goes with blackhole");
+    LinkEvent back = ev;
+    if (what == "state") {
+      bool up = false;
+      s.choice("state", {{"up", true}, {"down", false}}, &up);
+      ev.action = up ? LinkAction::kUp : LinkAction::kDown;
+      back.action = up ? LinkAction::kDown : LinkAction::kUp;
+    } else if (what == "loss") {
+      s.number("loss", 0, 1, &ev.value);
+      ev.action = back.action = LinkAction::kLoss;
+      back.value = planes[ev.plane].loss;
+    } else if (what == "rate_factor") {
+      s.number("rate_factor", 0.001, 1, &ev.value);
+      ev.action = back.action = LinkAction::kRateFactor;
+      back.value = 1;
+    } else {
+      bool on = false;
+      s.boolean("blackhole", &on);
+      ev.action = on ? LinkAction::kBlackholeOn : LinkAction::kBlackholeOff;
+      back.action = on ? LinkAction::kBlackholeOff : LinkAction::kBlackholeOn;
+    }
+    uint64_t for_ms = 0;
+    s.uint("for_ms", 1, 86'400'000, &for_ms);
+    back.at_ns = ev.at_ns + for_ms * 1'000'000;
+    if (s.has("evs")) {
+      const YAML::Node evs = s.list("evs");
+      if (evs.size() == 0) fail(s.key("evs"), "names no EV");
+      ev.action = ev.action == LinkAction::kBlackholeOn ? LinkAction::kEvBlackholeOn
+                                                        : LinkAction::kEvBlackholeOff;
+      back.action = ev.action == LinkAction::kEvBlackholeOn ? LinkAction::kEvBlackholeOff
+                                                            : LinkAction::kEvBlackholeOn;
+      for (size_t k = 0; k < evs.size(); ++k) {
+        ev.ev = back.ev =
+            static_cast<uint32_t>(whole_number(evs[k], index_key(s.key("evs"), k), 0, 65535));
+        out->push_back(ev);
+        if (for_ms != 0) undo.push_back(back);
+      }
+    } else {
+      out->push_back(ev);
+      if (for_ms != 0) undo.push_back(back);
+    }
+    s.done();
+  }
+  out->insert(out->end(), undo.begin(), undo.end());
+  std::stable_sort(out->begin(), out->end(),
+                   [](const LinkEvent& x, const LinkEvent& y) { return x.at_ns < y.at_ns; });
+}
+
 void read_link(const YAML::Node& node, const std::string& key, Config* c) {
   Map m(node, key);
   LinkSpec l;
@@ -303,33 +419,62 @@ void read_link(const YAML::Node& node, const std::string& key, Config* c) {
     }
   }
   m.uint("lcore", 0, kMaxLcoreId, &l.lcore);
-  const YAML::Node sched = m.list("schedule");
-  for (size_t i = 0; i < sched.size(); ++i) {
-    Map s(sched[i], index_key(m.key("schedule"), i));
-    LinkEvent ev;
-    if (!s.has("at_ms")) fail(s.key("at_ms"), "missing");
-    uint64_t at_ms = 0;
-    s.uint("at_ms", 0, 86'400'000, &at_ms);
-    ev.at_ns = at_ms * 1'000'000;
-    if (!s.has("plane")) fail(s.key("plane"), "missing");
-    s.uint("plane", 0, c->num_planes() - 1, &ev.plane);
-    if (!s.has("state")) fail(s.key("state"), "missing");
-    s.choice("state", {{"up", true}, {"down", false}}, &ev.up);
-    s.done();
-    if (!l.schedule.empty() && ev.at_ns < l.schedule.back().at_ns)
-      fail(s.key("at_ms"), "is earlier than the event before it");
-    l.schedule.push_back(ev);
+  PlaneFabricSpec every;
+  read_plane_fabric(m, &every);
+  l.planes.assign(c->num_planes(), every);
+  const YAML::Node planes = m.list("planes");
+  std::vector<bool> configured(c->num_planes(), false);
+  for (size_t i = 0; i < planes.size(); ++i) {
+    Map pm(planes[i], index_key(m.key("planes"), i));
+    if (!pm.has("plane")) fail(pm.key("plane"), "missing");
+    uint32_t plane = 0;
+    pm.uint("plane", 0, c->num_planes() - 1, &plane);
+    if (configured[plane])
+      fail(pm.key("plane"), "plane " + std::to_string(plane) + " is configured twice");
+    configured[plane] = true;
+    read_plane_fabric(pm, &l.planes[plane]);
+    pm.done();
   }
+  m.uint("delay_line_packets", 16, 65536, &l.delay_line_packets);
+  m.uint("seed", 0, UINT64_MAX, &l.seed);
+  read_schedule(m, l.planes, c->num_planes(), &l.schedule);
   m.done();
   c->links.push_back(l);
+}
+
+// The two ends of a flow must be able to talk: the same EV mode, and an
+// endpoint in a link reaches only the link's other end. Either end may be
+// a peer (a flow between two peers is another process's, listed here so
+// that the QPNs agree: traffic_plan.h).
+void check_flow_ends(const Config& c, Map& m, const FlowSpec& f) {
+  const EndpointSpec& from = c.endpoints[f.from];
+  const EndpointSpec& to = c.endpoints[f.to];
+  const auto mode = [](wire::EvMode x) { return x == wire::EvMode::kStev ? "stev" : "udp"; };
+  if (from.ev_mode != to.ev_mode)
+    fail(m.key("to"), "'" + to.name + "' has ev_mode " + mode(to.ev_mode) + ", but '" + from.name +
+                          "' has " + mode(from.ev_mode));
+  const struct {
+    uint32_t self, other;
+    const char* key;
+  } ends[] = {{f.from, f.to, "to"}, {f.to, f.from, "from"}};
+  for (const auto& e : ends) {
+    const int l = c.link_of(e.self);
+    if (l < 0) continue;
+    const uint32_t partner = c.links[l].a == e.self ? c.links[l].b : c.links[l].a;
+    if (partner != e.other)
+      fail(m.key(e.key), "'" + c.endpoints[e.other].name + "' is out of reach: '" +
+                             c.endpoints[e.self].name + "' is in links[" + std::to_string(l) +
+                             "], whose planes reach only '" + c.endpoints[partner].name + "'");
+  }
 }
 
 void read_flow(const YAML::Node& node, const std::string& key, Config* c) {
   Map m(node, key);
   FlowSpec f;
-  f.from = find_endpoint(*c, m.key("from"), m.required_string("from"), true);
-  f.to = find_endpoint(*c, m.key("to"), m.required_string("to"), true);
+  f.from = find_endpoint(*c, m.key("from"), m.required_string("from"), false);
+  f.to = find_endpoint(*c, m.key("to"), m.required_string("to"), false);
   if (f.from == f.to) fail(m.key("to"), "is the same endpoint as 'from'");
+  check_flow_ends(*c, m, f);
   m.uint("qps", 1, c->limits.max_qps, &f.qps);
   m.choice("op", {{"write", TrafficOp::kWrite}, {"wimm", TrafficOp::kWimm}}, &f.op);
   m.uint("size", 1, engine::kMaxMessageBytes, &f.size_bytes);
@@ -356,6 +501,23 @@ void check_planes_agree(const Config& c) {
   }
 }
 
+// A packet's destination address names its receiver: no two endpoints
+// (hosted or peers) may share one on a plane.
+void check_addresses_unique(const Config& c) {
+  for (size_t i = 0; i < c.endpoints.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      for (size_t p = 0; p < c.num_planes(); ++p) {
+        const PlaneSpec& a = c.endpoints[i].planes[p];
+        if (std::memcmp(a.ip, c.endpoints[j].planes[p].ip, sizeof(a.ip)) != 0) continue;
+        char text[INET6_ADDRSTRLEN] = "";
+        inet_ntop(a.ip_version == wire::IpVersion::kV4 ? AF_INET : AF_INET6, a.ip, text,
+                  sizeof(text));
+        fail(index_key(c.endpoints[i].key + ".planes", p) + ".ip",
+             "'" + std::string(text) + "' is also the address of '" + c.endpoints[j].name +
+                 "' on this plane");
+      }
+}
+
 void check_hosted_ports(const Config& c) {
   for (uint32_t i = 0; i < c.hosted; ++i) {
     const EndpointSpec& e = c.endpoints[i];
@@ -367,33 +529,40 @@ void check_hosted_ports(const Config& c) {
   }
 }
 
+// Peers too: the plan gives them QPNs and keys as their own process will.
 void check_traffic_fits(const Config& c) {
-  std::vector<uint64_t> qps(c.hosted, 0);
+  std::vector<uint64_t> qps(c.endpoints.size(), 0);
   for (const FlowSpec& f : c.traffic) {
     qps[f.from] += f.qps;
     qps[f.to] += f.qps;
   }
-  for (uint32_t i = 0; i < c.hosted; ++i)
+  for (uint32_t i = 0; i < c.endpoints.size(); ++i) {
     if (qps[i] > c.limits.max_qps)
       fail("traffic", "needs " + std::to_string(qps[i]) + " QPs on endpoint '" +
                           c.endpoints[i].name + "', above limits.max_qps (" +
                           std::to_string(c.limits.max_qps) + ")");
+    if (qps[i] > c.limits.max_regions)
+      fail("traffic", "needs " + std::to_string(qps[i]) + " registered regions on endpoint '" +
+                          c.endpoints[i].name + "', above limits.max_regions (" +
+                          std::to_string(c.limits.max_regions) + ")");
+  }
 }
 
 // Every TX descriptor (or, on a link, every slot of the two rings between
-// the endpoints) of every plane may hold an mbuf of the endpoint's TX pool,
-// plus the lcore caches and what is being framed.
+// the endpoints and of the delay line) of every plane may hold an mbuf of
+// the endpoint's TX pool, plus the lcore caches and what is being framed.
 void check_mbufs(const Config& c) {
   for (uint32_t i = 0; i < c.hosted; ++i) {
-    const bool linked = c.link_of(i) >= 0;
-    const uint64_t per_plane = linked ? 2 * uint64_t{c.link_ring} : c.tx_desc;
+    const int link = c.link_of(i);
+    const uint64_t per_plane =
+        link >= 0 ? 2 * uint64_t{c.link_ring} + c.links[link].delay_line_packets : c.tx_desc;
     const uint64_t need = c.num_planes() * per_plane + 2 * c.mbuf_cache + 512;
     if (c.mbufs < need)
-      fail("mempool.mbufs", std::to_string(c.mbufs) + " is too few for endpoint '" +
-                                c.endpoints[i].name + "': " + std::to_string(c.num_planes()) +
-                                " planes x " + std::to_string(per_plane) +
-                                (linked ? " link ring slots" : " TX descriptors") +
-                                " need at least " + std::to_string(need));
+      fail("mempool.mbufs",
+           std::to_string(c.mbufs) + " is too few for endpoint '" + c.endpoints[i].name +
+               "': " + std::to_string(c.num_planes()) + " planes x " + std::to_string(per_plane) +
+               (link >= 0 ? " link ring and delay line slots" : " TX descriptors") +
+               " need at least " + std::to_string(need));
   }
 }
 
@@ -465,6 +634,7 @@ void read_root(const YAML::Node& root, Config* c) {
       if (c->endpoints[i].name == c->endpoints[j].name)
         fail(c->endpoints[i].key + ".name", "'" + c->endpoints[i].name + "' is used twice");
   check_planes_agree(*c);
+  check_addresses_unique(*c);
 
   const YAML::Node evp = m.get("ev_profiles");
   if (evp && !evp.IsNull() && !evp.IsMap()) fail("ev_profiles", "must be a map of named profiles");

@@ -15,6 +15,7 @@
 
 #include "engine/cc/congestion_control.h"
 #include "engine/path/ev_set.h"
+#include "fabric/link.h"
 #include "wire/packet.h"
 
 namespace softmrc::softmrcd {
@@ -82,25 +83,53 @@ struct LimitsSpec {
   uint32_t max_recv_wr = 1024;
 };
 
-// A plane of an in-process link going down or up at a time after start.
+// How one plane of an in-process link behaves, in each direction: the
+// queue and wire of lib/fabric's link model.
+struct PlaneFabricSpec {
+  fabric::LinkConfig link{.rate_mbps = 100'000, .overflow = fabric::Overflow::kTrim};
+  double loss = 0;  // probability per packet
+};
+
+enum class LinkDirection : uint8_t { kBoth, kAToB, kBToA };
+
+enum class LinkAction : uint8_t {
+  kDown,  // both directions, and both ports' links
+  kUp,
+  kLoss,  // value: the probability
+  kBlackholeOn,
+  kBlackholeOff,
+  kEvBlackholeOn,  // ev: the EV (UDP source port)
+  kEvBlackholeOff,
+  kRateFactor,  // value: times the configured rate, (0, 1]
+};
+
+// A change to one plane of an in-process link: from the schedule, at a
+// time after start, or from an operator, at once.
 struct LinkEvent {
   uint64_t at_ns = 0;
   uint8_t plane = 0;
-  bool up = false;
+  LinkDirection direction = LinkDirection::kBoth;
+  LinkAction action = LinkAction::kDown;
+  uint32_t ev = 0;
+  double value = 0;
 };
 
 // Two hosted endpoints whose plane N ports are joined through the
-// in-process fabric (net_ring pairs).
+// in-process fabric (net_ring pairs and the fabric emulator).
 struct LinkSpec {
   uint32_t a = 0;  // endpoint indexes
   uint32_t b = 0;
-  int lcore = kAnyLcore;            // the fabric's forwarding step; default: a's lcore
-  std::vector<LinkEvent> schedule;  // sorted by time
+  int lcore = kAnyLcore;                // the fabric's forwarding step; default: a's lcore
+  std::vector<PlaneFabricSpec> planes;  // per plane
+  uint32_t delay_line_packets = 512;    // per plane and direction
+  uint64_t seed = 1;                    // of the loss draws
+  std::vector<LinkEvent> schedule;      // sorted by time
 };
 
 enum class TrafficOp : uint8_t { kWrite, kWimm };
 
-// A traffic generator flow: QPs from one hosted endpoint to another.
+// A traffic generator flow: QPs from one endpoint to another, either of
+// which may be a peer (traffic_plan.h: how processes agree on QPNs).
 struct FlowSpec {
   uint32_t from = 0;  // endpoint indexes
   uint32_t to = 0;

@@ -2,6 +2,7 @@
 #include "softmrcd/daemon.h"
 
 #include <poll.h>
+#include <rte_cycles.h>
 #include <rte_lcore.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstring>
 
 #include "softmrcd/prompt.h"
+#include "softmrcd/traffic_plan.h"
 
 namespace softmrc::softmrcd {
 
@@ -19,10 +21,40 @@ namespace {
 volatile std::sig_atomic_t g_signal = 0;
 
 constexpr uint64_t kControlTickMs = 10;
+// Goodput after a plane failure is judged by a moving mean over this many
+// bins (about two base RTTs), which must stay at the level for the second
+// number of bins (about ten base RTTs) to count as back.
+constexpr uint32_t kRecoverySmoothBins = 4;
+constexpr uint32_t kRecoveryHoldBins = 20;
+// Once the fabric is the bottleneck, goodput on the surviving planes
+// settles at their share of the capacity ((P-1)/P of before for equal
+// planes), not above it: the level allows this much below, for the noise
+// of short windows on a shared lcore.
+constexpr double kRecoveryTolerance = 0.1;
 constexpr uint64_t kFlushTimeoutNs = 1'000'000'000;
+// A responder in another process stays this long (4 ACK timeouts, within
+// these bounds) after the end of a flow, for a resent end whose ACK was lost.
+constexpr uint64_t kMinLingerNs = 20'000'000;
+constexpr uint64_t kMaxLingerNs = 2'000'000'000;
+// net_memif frees the memory it shares with its peer when the peer goes,
+// without waiting for the lcore that may be polling it; a peer that
+// finishes about when we do is given this long (or two lingers) to stop
+// polling before we close.
+constexpr uint64_t kMemifCloseDelayNs = 250'000'000;
 
 double gbps(uint64_t bytes, uint64_t ns) {
   return ns == 0 ? 0.0 : bytes * 8.0 / static_cast<double>(ns);
+}
+
+// " (3.5 base RTTs of 227.8 us)", or nothing without a base RTT.
+std::string in_rtts(uint64_t ns, double rtt_ns, bool with_rtt) {
+  if (rtt_ns == 0) return "";
+  char buf[64];
+  if (with_rtt)
+    std::snprintf(buf, sizeof(buf), " (%.1f base RTTs of %.1f us)", ns / rtt_ns, rtt_ns / 1e3);
+  else
+    std::snprintf(buf, sizeof(buf), " (%.1f base RTTs)", ns / rtt_ns);
+  return buf;
 }
 
 uint64_t retransmits(const EndpointSnapshot& s) {
@@ -129,30 +161,75 @@ bool Daemon::assign_lcores(std::string* err) {
   return true;
 }
 
+namespace {
+
+uint64_t linger_ns_of(const Config& cfg) {
+  const uint64_t timeout_ns = uint64_t{1024} << cfg.qp.timeout;  // the ACK timeout
+  return std::clamp<uint64_t>(4 * timeout_ns, kMinLingerNs, kMaxLingerNs);
+}
+
+// One flow QP's end on a hosted endpoint: its buffer and QP, made where
+// the plan says (traffic_plan.h), connected to the other end.
+bool open_flow_end(EndpointTask& e, const FlowQpEnd& self, uint32_t peer, uint32_t dest_qpn,
+                   uint64_t bytes, uint8_t** buf, std::string* err) {
+  uint32_t key = 0, qpn = 0;
+  if (!e.alloc_region(bytes, self.va, buf, &key, err) || !e.create_qp(&qpn, err)) return false;
+  if (qpn != self.qpn || key != self.rkey) {
+    char text[160];
+    std::snprintf(text, sizeof(text),
+                  "endpoint '%s' made QPN %u and key 0x%x, not the plan's %u and 0x%x (was "
+                  "something made before the traffic?)",
+                  e.name().c_str(), qpn, key, self.qpn, self.rkey);
+    *err = text;
+    return false;
+  }
+  return e.connect(qpn, peer, dest_qpn, err);
+}
+
+}  // namespace
+
 // One QP pair per flow QP: a sender on `from`, a checking receiver on `to`,
 // each with a buffer of the flow's message slots in registered memory.
+// Either end may be hosted by another process, which makes its end from
+// the same plan; a flow between two peers is not ours at all.
 bool Daemon::setup_traffic(std::string* err) {
+  const TrafficPlan plan(cfg_);
+  const uint64_t linger_ns = linger_ns_of(cfg_);
   for (uint32_t fi = 0; fi < cfg_.traffic.size(); ++fi) {
     const FlowSpec& f = cfg_.traffic[fi];
-    EndpointTask& a = *endpoints_[f.from];
-    EndpointTask& b = *endpoints_[f.to];
+    EndpointTask* a = f.from < cfg_.hosted ? endpoints_[f.from].get() : nullptr;
+    EndpointTask* b = f.to < cfg_.hosted ? endpoints_[f.to].get() : nullptr;
     const uint64_t bytes = uint64_t{Txgen::slots(f)} * f.size_bytes;
     const std::string key = "traffic[" + std::to_string(fi) + "]: ";
-    for (uint32_t q = 0; q < f.qps; ++q) {
-      uint8_t* abuf = nullptr;
-      uint8_t* bbuf = nullptr;
-      uint32_t akey = 0, bkey = 0, aqpn = 0, bqpn = 0;
-      if (!a.alloc_region(bytes, &abuf, &akey, err) || !b.alloc_region(bytes, &bbuf, &bkey, err) ||
-          !a.create_qp(&aqpn, err) || !b.create_qp(&bqpn, err) ||
-          !a.connect(aqpn, f.to, bqpn, err) || !b.connect(bqpn, f.from, aqpn, err)) {
-        *err = key + *err;
-        return false;
-      }
+    for (uint32_t q = 0; q < f.qps && (a || b); ++q) {
+      const FlowQp& ids = plan.qp(fi, q);
       const uint64_t stream = uint64_t{fi} << 32 | q;
-      a.txgen().add_sender({aqpn, f, stream, abuf, akey, reinterpret_cast<uint64_t>(bbuf), bkey});
-      if (!b.add_receiver({bqpn, f, stream, bbuf}, err)) {
-        *err = key + *err;
-        return false;
+      uint8_t* buf = nullptr;
+      if (a) {
+        if (!open_flow_end(*a, ids.from, f.to, ids.to.qpn, bytes, &buf, err)) {
+          *err = key + *err;
+          return false;
+        }
+        Txgen::SenderSetup s{ids.from.qpn, f, stream, buf, ids.from.rkey, ids.to.va, ids.to.rkey};
+        s.local_va = ids.from.va;
+        if (!b) {
+          s.remote_peer = f.to;
+          s.remote_name = cfg_.endpoints[f.to].name.c_str();
+        }
+        a->txgen().add_sender(s);
+      }
+      if (b) {
+        if (!open_flow_end(*b, ids.to, f.from, ids.from.qpn, bytes, &buf, err)) {
+          *err = key + *err;
+          return false;
+        }
+        Txgen::ReceiverSetup r{ids.to.qpn, f, stream, buf};
+        r.remote = a == nullptr;
+        r.linger_ns = linger_ns;
+        if (!b->add_receiver(r, err)) {
+          *err = key + *err;
+          return false;
+        }
       }
     }
   }
@@ -228,6 +305,10 @@ int Daemon::run() {
   started_ns_ = clock_.now_ns();
   last_log_ns_ = started_ns_;
   last_log_ = snapshots();
+  for (auto& l : links_) {
+    last_link_log_.emplace_back();
+    l->snapshot().read([&](const LinkSnapshot& x) { last_link_log_.back() = x; });
+  }
   next_log_ns_ = started_ns_ + log_interval_ns_;
   if (!opt_.interactive || linerate_) start_traffic();
   for (unsigned lc = 0; lc < roles_.size(); ++lc)
@@ -258,7 +339,9 @@ void Daemon::control_step(uint64_t now) {
   switch (phase()) {
     case Phase::kRun: {
       bool bounded = !opt_.interactive && !cfg_.traffic.empty();
-      for (const FlowSpec& f : cfg_.traffic) bounded = bounded && (f.messages || f.duration_ns);
+      for (const FlowSpec& f : cfg_.traffic)
+        if (f.from < cfg_.hosted || f.to < cfg_.hosted)
+          bounded = bounded && (f.messages || f.duration_ns);
       bool finished = bounded;
       for (const EndpointSnapshot& s : snaps) finished = finished && s.txgen_finished;
       if (finished) request_stop("traffic done");
@@ -319,7 +402,9 @@ void Daemon::measure_linerate(uint64_t now) {
 }
 
 // One line per interval: per endpoint its rates, planes in use (one digit
-// per plane), retransmissions and drops; then the traffic generator.
+// per plane), retransmissions, drops and usable EVs; then the traffic
+// generator. A line per link follows: what each plane carried and what
+// the fabric did to it.
 void Daemon::log_status(uint64_t now) {
   const std::vector<EndpointSnapshot> snaps = snapshots();
   const uint64_t dt = now - last_log_ns_;
@@ -327,7 +412,7 @@ void Daemon::log_status(uint64_t now) {
   char buf[256];
   std::snprintf(buf, sizeof(buf), "softmrcd: t=%.3fs", now / 1e9);
   line += buf;
-  uint64_t verified = 0, verified_before = 0, errors = 0;
+  uint64_t verified = 0, verified_before = 0, bytes = 0, bytes_before = 0, errors = 0;
   for (size_t i = 0; i < snaps.size(); ++i) {
     const EndpointSnapshot& s = snaps[i];
     const EndpointSnapshot& before = last_log_[i];
@@ -338,28 +423,180 @@ void Daemon::log_status(uint64_t now) {
       rx += s.planes[p].rx_bytes - std::min(s.planes[p].rx_bytes, before.planes[p].rx_bytes);
       planes += s.plane_state[p].engine_up ? '1' : '0';
     }
+    uint64_t usable = 0, evs = 0;
+    for (uint32_t q = 0; q < s.num_qps; ++q) {
+      usable += s.qps[q].usable_evs;
+      evs += s.qps[q].num_evs;
+    }
     std::snprintf(buf, sizeof(buf),
-                  " %s[tx %.2f Gb/s rx %.2f Gb/s planes %s retx %" PRIu64 " drops %" PRIu64 "]",
+                  " %s[tx %.2f Gb/s rx %.2f Gb/s planes %s retx %" PRIu64 " drops %" PRIu64
+                  " evs %" PRIu64 "/%" PRIu64 "]",
                   endpoints_[i]->name().c_str(), gbps(tx, dt), gbps(rx, dt), planes.c_str(),
-                  retransmits(s), s.drops.total());
+                  retransmits(s), s.drops.total(), usable, evs);
     line += buf;
     verified += s.txgen.verified;
     verified_before += before.txgen.verified;
+    bytes += s.txgen.verified_bytes;
+    bytes_before += before.txgen.verified_bytes;
     errors += s.txgen.errors + s.txgen.mismatches;
   }
   if (!cfg_.traffic.empty()) {
-    std::snprintf(buf, sizeof(buf), " txgen verified %" PRIu64 " (+%" PRIu64 ") errors %" PRIu64,
-                  verified, verified - std::min(verified, verified_before), errors);
+    std::snprintf(buf, sizeof(buf),
+                  " txgen verified %" PRIu64 " (+%" PRIu64 ") %.2f Gb/s errors %" PRIu64, verified,
+                  verified - std::min(verified, verified_before),
+                  gbps(bytes - std::min(bytes, bytes_before), dt), errors);
     line += buf;
   }
   std::printf("%s\n", line.c_str());
+  for (size_t l = 0; l < links_.size(); ++l) {
+    LinkSnapshot s;
+    links_[l]->snapshot().read([&](const LinkSnapshot& x) { s = x; });
+    std::printf("softmrcd: t=%.3fs link %zu: %s\n", now / 1e9, l,
+                link_line(s, last_link_log_[l], dt).c_str());
+    last_link_log_[l] = std::move(s);
+  }
   std::fflush(stdout);
   last_log_ = snaps;
   last_log_ns_ = now;
 }
 
+// Per plane over the interval: the rate it carried (both directions), the
+// faults in force, and what it trimmed, marked and dropped.
+std::string Daemon::link_line(const LinkSnapshot& s, const LinkSnapshot& before, uint64_t dt) {
+  std::string line;
+  char buf[96];
+  for (size_t p = 0; p * 2 < s.hops.size(); ++p) {
+    uint64_t carried = 0, trims = 0, ce = 0, drops = 0;
+    bool blackhole = false;
+    double loss = 0, rate_factor = 1;
+    for (size_t h = p * 2; h < p * 2 + 2; ++h) {
+      carried += s.hops[h].bytes - before.hops[h].bytes;
+      trims += s.hops[h].trims - before.hops[h].trims;
+      ce += s.hops[h].ce_marks - before.hops[h].ce_marks;
+      drops += s.hops[h].total_drops() - before.hops[h].total_drops();
+      blackhole = blackhole || s.states[h].blackhole || s.states[h].blackholed_evs != 0;
+      loss = std::max(loss, s.states[h].loss);
+      rate_factor = std::min(rate_factor, s.states[h].rate_factor);
+    }
+    if (!line.empty()) line += " | ";
+    if (!(s.up_mask >> p & 1)) {
+      std::snprintf(buf, sizeof(buf), "p%zu down", p);
+      line += buf;
+      continue;
+    }
+    std::snprintf(buf, sizeof(buf), "p%zu %.2f Gb/s", p, gbps(carried, dt));
+    line += buf;
+    const auto count = [&](const char* what, uint64_t n) {
+      if (n == 0) return;
+      std::snprintf(buf, sizeof(buf), " %s %" PRIu64, what, n);
+      line += buf;
+    };
+    count("trims", trims);
+    count("ce", ce);
+    count("drops", drops);
+    if (blackhole) line += " blackhole";
+    if (loss > 0) {
+      std::snprintf(buf, sizeof(buf), " loss %g", loss);
+      line += buf;
+    }
+    if (rate_factor < 1) {
+      std::snprintf(buf, sizeof(buf), " rate x%g", rate_factor);
+      line += buf;
+    }
+  }
+  return line;
+}
+
+// What a link did over the run: delivered, marked, trimmed, dropped by
+// reason (those that happened).
+void Daemon::log_link_totals(Link& l) {
+  LinkSnapshot s;
+  l.snapshot().read([&](const LinkSnapshot& x) { s = x; });
+  HopCounters t;
+  for (const HopCounters& h : s.hops) {
+    t.packets += h.packets;
+    t.payload_bytes += h.payload_bytes;
+    t.trims += h.trims;
+    t.ce_marks += h.ce_marks;
+    for (size_t i = 0; i < t.drops.size(); ++i) t.drops[i] += h.drops[i];
+    for (size_t i = 0; i < t.hop_drops.size(); ++i) t.hop_drops[i] += h.hop_drops[i];
+  }
+  std::string reasons;
+  const auto reason = [&](const char* name, uint64_t n) {
+    if (n == 0) return;
+    reasons += (reasons.empty() ? " (" : ", ") + std::string(name) + " " + std::to_string(n);
+  };
+  for (size_t i = 1; i < t.drops.size(); ++i)
+    reason(fabric::drop_reason_name(fabric::DropReason(i)), t.drops[i]);
+  for (size_t i = 0; i < t.hop_drops.size(); ++i) reason(hop_drop_name(HopDrop(i)), t.hop_drops[i]);
+  if (!reasons.empty()) reasons += ")";
+  std::printf("softmrcd: link %u: delivered %" PRIu64
+              " packets (%.1f MiB of payload), trimmed %" PRIu64 ", CE-marked %" PRIu64
+              ", dropped %" PRIu64 "%s\n",
+              l.index(), t.packets, t.payload_bytes / 1048576.0, t.trims, t.ce_marks,
+              t.total_drops(), reasons.c_str());
+}
+
+// How goodput came through each plane failure of each link: the payload
+// the link delivered, in bins of about half a base RTT (fabric.h).
+void Daemon::report_recoveries(const std::vector<EndpointSnapshot>& snaps) {
+  uint64_t srtt_ns = 0, qps = 0;
+  for (const EndpointSnapshot& s : snaps)
+    for (uint32_t q = 0; q < s.num_qps; ++q)
+      if (s.qps[q].srtt_ns != 0) {
+        srtt_ns += s.qps[q].srtt_ns;
+        ++qps;
+      }
+  for (auto& l : links_) {
+    const DeliveryTrace& trace = l->trace();
+    for (const DeliveryTrace::Capture& c : trace.captures()) {
+      const PlaneFault& f = l->fault(c.tag);
+      std::printf("softmrcd: link %u plane %u %s at t=%.3fs: ", l->index(), f.plane,
+                  f.blackhole ? "blackholed" : "down", c.at_ns / 1e9);
+      Recovery r;
+      if (f.surviving_share > 0) {
+        const double level = (1 - kRecoveryTolerance) * f.surviving_share;
+        r = measure_recovery(c, trace.bin_ns(), level, kRecoverySmoothBins, kRecoveryHoldBins);
+      }
+      if (!r.measured) {
+        std::printf("too little traffic around it to measure goodput\n");
+        continue;
+      }
+      // A base RTT below the bins' width is no unit to count in.
+      const uint64_t base_rtt_ns = l->base_rtt_ns(f.plane);
+      const double rtt_ns = base_rtt_ns >= trace.bin_ns() ? static_cast<double>(base_rtt_ns) : 0;
+      std::printf("goodput %.2f Gb/s on %u planes before, %.2f Gb/s after; ", r.before_gbps,
+                  f.planes_before, r.after_gbps);
+      if (r.recovered)
+        std::printf(
+            "back to %.0f%% of before (less %.0f%%) in %.2f ms%s, lowest %.2f Gb/s meanwhile",
+            f.surviving_share * 100, kRecoveryTolerance * 100, r.recovery_ns / 1e6,
+            in_rtts(r.recovery_ns, rtt_ns, true).c_str(), r.lowest_gbps);
+      else
+        std::printf("not back to %.0f%% of before (less %.0f%%) within %.0f ms, lowest %.2f Gb/s",
+                    f.surviving_share * 100, kRecoveryTolerance * 100,
+                    (c.num_bins - c.at_bin) * trace.bin_ns() / 1e6, r.lowest_gbps);
+      std::printf(
+          "; longest delivery gap %.2f ms, longest lcore pause %.2f ms; QPs' smoothed "
+          "RTT at the end %.0f us\n",
+          r.longest_gap_ns / 1e6, c.max_stall_ns / 1e6, qps ? srtt_ns / 1e3 / qps : 0.0);
+      const bool slowest =
+          !dip_.measured || (dip_.recovered && (!r.recovered || r.recovery_ns > dip_.recovery_ns));
+      if (slowest) {
+        dip_ = r;
+        dip_fault_ = f;
+        dip_at_ns_ = c.at_ns;
+        dip_rtt_ns_ = rtt_ns;
+      }
+    }
+  }
+}
+
 int Daemon::summarize(uint64_t now) {
-  for (auto& l : links_) l->publish(now);  // their lcores have stopped
+  for (auto& l : links_) {  // their lcores have stopped
+    l->publish(now);
+    l->finish(now);
+  }
   const std::vector<EndpointSnapshot> snaps = snapshots();
   TxgenCounters t;
   for (const EndpointSnapshot& s : snaps) {
@@ -388,19 +625,44 @@ int Daemon::summarize(uint64_t now) {
       c.rx_packets += p.rx_packets;
     }
     std::printf("softmrcd: %s: sent %" PRIu64 " packets (%" PRIu64
-                " with the payload sent in place), received %" PRIu64 ", dropped %" PRIu64 "\n",
+                " with the payload sent in place), received %" PRIu64 ", dropped %" PRIu64
+                ", retransmitted %" PRIu64 "\n",
                 endpoints_[i]->name().c_str(), c.tx_packets, c.tx_extbuf, c.rx_packets,
-                snaps[i].drops.total());
+                snaps[i].drops.total(), retransmits(snaps[i]));
   }
+  for (auto& l : links_) log_link_totals(*l);
   if (cfg_.traffic.empty()) return 0;
   std::printf("softmrcd: txgen: %" PRIu64 " messages posted, %" PRIu64 " completed, %" PRIu64
               " verified (%.1f MiB, every byte checked), %" PRIu64 " mismatches, %" PRIu64
               " errors, %" PRIu64 " flushed; %.3f s, %.2f Gb/s verified\n",
               t.posted, t.completed, t.verified, t.verified_bytes / 1048576.0, t.mismatches,
               t.errors, t.flushed, elapsed / 1e9, gbps(t.verified_bytes, elapsed));
+  report_recoveries(snaps);
   const bool ok = t.mismatches == 0 && t.errors == 0;
-  std::printf("softmrcd: %s\n",
-              ok ? "PASS: every verified byte was right, no errors" : "FAIL: see the errors above");
+  std::string line = ok ? "PASS: " : "FAIL: ";
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "%.2f GiB verified, every byte checked, %" PRIu64 " errors",
+                t.verified_bytes / double(1ull << 30), t.errors + t.mismatches);
+  line += buf;
+  if (dip_.measured) {
+    std::snprintf(buf, sizeof(buf), "; plane %u %s at t=%.3fs, goodput ", dip_fault_.plane,
+                  dip_fault_.blackhole ? "blackholed" : "down", dip_at_ns_ / 1e9);
+    line += buf;
+    if (!dip_.recovered)
+      std::snprintf(buf, sizeof(buf),
+                    "fell to %.2f Gb/s and stayed below %.0f%% of %.2f Gb/s (less %.0f%%)",
+                    dip_.lowest_gbps, dip_fault_.surviving_share * 100, dip_.before_gbps,
+                    kRecoveryTolerance * 100);
+    else if (dip_.recovery_ns == 0)
+      std::snprintf(buf, sizeof(buf), "stayed at %.0f%% of %.2f Gb/s (less %.0f%%) or above",
+                    dip_fault_.surviving_share * 100, dip_.before_gbps, kRecoveryTolerance * 100);
+    else
+      std::snprintf(buf, sizeof(buf), "dipped to %.2f Gb/s for %.2f ms%s", dip_.lowest_gbps,
+                    dip_.recovery_ns / 1e6, in_rtts(dip_.recovery_ns, dip_rtt_ns_, false).c_str());
+    line += buf;
+  }
+  if (!ok) line += " (see the errors above)";
+  std::printf("softmrcd: %s\n", line.c_str());
   std::fflush(stdout);
   return ok ? 0 : 1;
 }
@@ -409,6 +671,14 @@ void Daemon::teardown() {
   if (phase() != Phase::kExit) {
     phase_.store(Phase::kExit, std::memory_order_release);
     rte_eal_mp_wait_lcore();
+  }
+  bool memif = false;
+  for (uint32_t i = 0; i < cfg_.hosted && started_ns_ != 0 && !endpoints_.empty(); ++i)
+    for (const PlaneSpec& p : cfg_.endpoints[i].planes)
+      memif = memif || p.port.starts_with("net_memif");
+  if (memif) {
+    const uint64_t delay_ns = std::max(kMemifCloseDelayNs, 2 * linger_ns_of(cfg_));
+    rte_delay_us_sleep(static_cast<unsigned>(delay_ns / 1000));
   }
   for (auto& e : endpoints_) e->close();
   for (auto& l : links_) l->destroy();

@@ -71,6 +71,9 @@ class Daemon {
   void control_step(uint64_t now);
   void measure_linerate(uint64_t now);
   void log_status(uint64_t now);
+  static std::string link_line(const LinkSnapshot& s, const LinkSnapshot& before, uint64_t dt);
+  void log_link_totals(Link& l);
+  void report_recoveries(const std::vector<EndpointSnapshot>& snaps);
   int summarize(uint64_t now);
 
   Config cfg_;
@@ -93,6 +96,11 @@ class Daemon {
   uint64_t log_interval_ns_ = 0;
   uint64_t last_log_ns_ = 0;
   std::vector<EndpointSnapshot> last_log_;  // the previous log line's counters
+  std::vector<LinkSnapshot> last_link_log_;
+  Recovery dip_;  // the slowest recovery from a plane failure, for the last line
+  PlaneFault dip_fault_;
+  uint64_t dip_at_ns_ = 0;
+  double dip_rtt_ns_ = 0;
 };
 
 }  // namespace softmrc::softmrcd

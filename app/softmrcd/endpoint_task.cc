@@ -14,6 +14,7 @@ namespace softmrc::softmrcd {
 namespace {
 
 constexpr unsigned kCommandRing = 64;
+constexpr uint64_t kOwnAddress = UINT64_MAX;  // alloc_region: register at the host address
 
 std::string plane_key(const EndpointSpec& e, uint32_t plane) {
   return e.key + ".planes[" + std::to_string(plane) + "]";
@@ -126,6 +127,11 @@ bool EndpointTask::setup(const Config& cfg, uint32_t index, const std::vector<ui
 }
 
 bool EndpointTask::alloc_region(size_t bytes, uint8_t** buf, uint32_t* key, std::string* err) {
+  return alloc_region(bytes, kOwnAddress, buf, key, err);
+}
+
+bool EndpointTask::alloc_region(size_t bytes, uint64_t va, uint8_t** buf, uint32_t* key,
+                                std::string* err) {
   void* mem = rte_malloc_socket("smrcd_region", bytes, RTE_CACHE_LINE_SIZE,
                                 static_cast<int>(rte_socket_id()));
   if (mem == nullptr) {
@@ -137,7 +143,7 @@ bool EndpointTask::alloc_region(size_t bytes, uint8_t** buf, uint32_t* key, std:
   *buf = static_cast<uint8_t*>(mem);
   std::memset(mem, 0, bytes);
   engine::Region r;
-  r.va = reinterpret_cast<uint64_t>(mem);
+  r.va = va == kOwnAddress ? reinterpret_cast<uint64_t>(mem) : va;
   r.length = bytes;
   r.host = *buf;
   r.access = engine::kAccessLocalWrite | engine::kAccessRemoteWrite;
@@ -215,6 +221,7 @@ bool EndpointTask::start(std::string* err) {
 }
 
 void EndpointTask::close() {
+  framer_.close();
   for (Plane& p : planes_) {
     for (uint16_t i = 0; i < p.num_pending; ++i) rte_pktmbuf_free(p.pending[i]);
     p.num_pending = 0;
@@ -352,7 +359,7 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {
   ep_.on_packet(view_, static_cast<uint8_t>(plane), now, src_peer);
 }
 
-void EndpointTask::drain_engine(uint64_t) {
+void EndpointTask::drain_engine(uint64_t now) {
   engine::Completion wc[kBurst];
   size_t n;
   while ((n = ep_.poll_completions(wc, kBurst)) > 0)
@@ -360,6 +367,7 @@ void EndpointTask::drain_engine(uint64_t) {
   engine::Event ev[kBurst];
   while ((n = ep_.poll_events(ev, kBurst)) > 0) {
     for (size_t i = 0; i < n; ++i) {
+      if (ev[i].type == engine::EventType::kProbeReply) txgen_.on_probe_reply(ev[i], now);
       // At shutdown the daemon moves every QP to ERROR itself.
       if (ev[i].type != engine::EventType::kQpError || seen_phase_ == Phase::kFlush) continue;
       std::printf("softmrcd: %s QP %u: error: %s\n", name_.c_str(), ev[i].qpn,
@@ -371,7 +379,7 @@ void EndpointTask::drain_engine(uint64_t) {
 
 bool EndpointTask::tx_room() const {
   for (const Plane& p : planes_)
-    if (p.num_pending > kPendingMax - kBurst) return false;
+    if (p.state.engine_up && p.num_pending > kPendingMax - kBurst) return false;
   return true;
 }
 
@@ -381,23 +389,33 @@ void EndpointTask::flush_tx(Plane& p) {
   for (uint16_t i = 0; i < sent; ++i) p.counters.tx_bytes += p.pending[i]->pkt_len;
   p.counters.tx_packets += sent;
   p.num_pending -= sent;
-  if (p.num_pending > 0)
-    std::memmove(p.pending, p.pending + sent, p.num_pending * sizeof(rte_mbuf*));
+  if (p.num_pending == 0) return;
+  if (!p.state.engine_up) {
+    // A port out of use (a tap whose link is down refuses every frame)
+    // must not hold up the others: the engine resends what was on it.
+    rte_pktmbuf_free_bulk(p.pending + sent, p.num_pending);
+    drops_.other[size_t(Drop::kTxPlaneDown)] += p.num_pending;
+    p.num_pending = 0;
+    return;
+  }
+  std::memmove(p.pending, p.pending + sent, p.num_pending * sizeof(rte_mbuf*));
 }
 
-// Backpressure: the engine is asked for packets only while every port can
-// take a full burst, so a busy port delays packets instead of losing them.
+// Backpressure: the engine is asked for packets only while every port in
+// use can take a full burst, so a busy port delays packets instead of
+// losing them.
 void EndpointTask::transmit(uint64_t now) {
   for (Plane& p : planes_) flush_tx(p);
   for (int b = 0; b < kMaxTxBurstsPerPass && tx_room(); ++b) {
     const size_t n = ep_.poll_tx(tx_, kBurst, now);
+    rte_mbuf* m[kBurst];
+    bool extbuf[kBurst];
+    framer_.frame(tx_, n, m, extbuf, &drops_);
     for (size_t i = 0; i < n; ++i) {
-      bool extbuf = false;
-      rte_mbuf* m = framer_.frame(tx_[i], &drops_, &extbuf);
-      if (m == nullptr) continue;
+      if (m[i] == nullptr) continue;
       Plane& p = planes_[tx_[i].plane];
-      p.pending[p.num_pending++] = m;
-      p.counters.tx_extbuf += extbuf;
+      p.pending[p.num_pending++] = m[i];
+      p.counters.tx_extbuf += extbuf[i];
     }
     for (Plane& p : planes_) flush_tx(p);
     if (n < kBurst) break;
@@ -443,6 +461,7 @@ void EndpointTask::publish(uint64_t now) {
       EvStats& es = s.evs[ev_index++];
       es.plane = evs.entry(e).plane;
       es.state = evs.state(e);
+      es.usable = evs.usable(e);
       es.counters = evs.counters(e);
     }
   }

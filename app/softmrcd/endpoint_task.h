@@ -61,8 +61,10 @@ class EndpointTask {
   // ports of the endpoint's link (empty: open the configured devices).
   bool setup(const Config& cfg, uint32_t index, const std::vector<uint16_t>& link_ports,
              const Clock* clock, const std::atomic<Phase>* phase, std::string* err);
-  // Registered memory for the traffic generator, from the EAL's memory.
+  // Registered memory for the traffic generator, from the EAL's memory,
+  // registered at its own address or at `va`.
   bool alloc_region(size_t bytes, uint8_t** buf, uint32_t* key, std::string* err);
+  bool alloc_region(size_t bytes, uint64_t va, uint8_t** buf, uint32_t* key, std::string* err);
   bool create_qp(uint32_t* qpn, std::string* err);
   bool connect(uint32_t qpn, uint32_t peer, uint32_t dest_qpn, std::string* err);
   Txgen& txgen() { return txgen_; }

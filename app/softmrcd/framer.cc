@@ -28,19 +28,19 @@ bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacA
   ev_mode_ = me.ev_mode;
   parse_cfg_.ev_mode = me.ev_mode;
   parse_cfg_.verify_icrc = cfg.rx_verify_icrc;
-  ip_len_ = me.planes[0].ip_version == wire::IpVersion::kV4 ? 4 : 16;
+  const size_t ip_len = me.planes[0].ip_version == wire::IpVersion::kV4 ? 4 : 16;
 
   frames_.assign(size_t{num_peers_} * num_planes_, wire::FrameSpec{});
-  has_frame_.assign(frames_.size(), false);
+  has_frame_.assign(frames_.size(), 0);
   peer_ip_.assign(frames_.size(), {});
   own_ip_.assign(num_planes_, {});
   for (uint32_t plane = 0; plane < num_planes_; ++plane)
-    std::memcpy(own_ip_[plane].data(), me.planes[plane].ip, 16);
+    std::memcpy(own_ip_[plane].data(), me.planes[plane].ip, ip_len);
   for (uint32_t peer = 0; peer < num_peers_; ++peer) {
     const EndpointSpec& other = cfg.endpoints[peer];
     for (uint32_t plane = 0; plane < num_planes_; ++plane) {
       const size_t i = size_t{peer} * num_planes_ + plane;
-      std::memcpy(peer_ip_[i].data(), other.planes[plane].ip, 16);
+      std::memcpy(peer_ip_[i].data(), other.planes[plane].ip, ip_len);
       if (peer == self || !other.planes[plane].has_mac) continue;
       wire::FrameSpec& f = frames_[i];
       f.src_mac = macs[plane];
@@ -49,7 +49,7 @@ bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacA
       std::memcpy(f.src_ip, me.planes[plane].ip, 16);
       std::memcpy(f.dst_ip, other.planes[plane].ip, 16);
       f.ev_mode = me.ev_mode;
-      has_frame_[i] = true;
+      has_frame_[i] = 1;
     }
   }
   const std::vector<engine::EvEntry> evs =
@@ -83,6 +83,19 @@ bool Framer::add_extbuf_region(const uint8_t* base, size_t len, std::string* err
   return true;
 }
 
+void Framer::close() {
+  rte_pktmbuf_free_bulk(stash_, stashed_);
+  stashed_ = 0;
+}
+
+rte_mbuf* Framer::alloc() {
+  if (stashed_ == 0) {
+    if (rte_pktmbuf_alloc_bulk(pool_, stash_, kBurst) != 0) return rte_pktmbuf_alloc(pool_);
+    stashed_ = kBurst;
+  }
+  return stash_[--stashed_];
+}
+
 const Framer::ExtRegion* Framer::find_region(const uint8_t* p, uint32_t len) const {
   auto it = std::upper_bound(regions_.begin(), regions_.end(), p,
                              [](const uint8_t* q, const ExtRegion& r) { return q < r.base; });
@@ -91,48 +104,87 @@ const Framer::ExtRegion* Framer::find_region(const uint8_t* p, uint32_t len) con
   return p + len <= it->end ? &*it : nullptr;
 }
 
-rte_mbuf* Framer::frame(const engine::TxPacket& p, DropCounters* drops, bool* extbuf) {
-  *extbuf = false;
+const wire::FrameSpec* Framer::frame_spec(const engine::TxPacket& p) const {
   const size_t i = size_t{p.peer} * num_planes_ + p.plane;
-  if (p.peer >= num_peers_ || p.plane >= num_planes_ || !has_frame_[i]) {
-    ++drops->other[size_t(Drop::kTxNoPeer)];
-    return nullptr;
-  }
-  const wire::FrameSpec& f = frames_[i];
-  const wire::WireEv& ev = p.ev == engine::kNoEv ? default_ev_[p.plane] : *p.wire_ev;
-  const wire::DscpConfig& dscp = parse_cfg_.dscp;
-  const wire::TxMarking mark = p.is_data ? wire::TxMarking{dscp.trimmable, wire::kEcnEct0}
-                                         : wire::TxMarking{dscp.control, wire::kEcnNotEct};
-  if (extbuf_ && p.payload_len > 0) {
-    if (const ExtRegion* r = find_region(p.payload, p.payload_len)) {
-      *extbuf = true;
-      return frame_extbuf(f, ev, mark, p, *r, drops);
-    }
-  }
-  return frame_copy(f, ev, mark, p, drops);
+  if (p.peer >= num_peers_ || p.plane >= num_planes_ || !has_frame_[i]) return nullptr;
+  return &frames_[i];
 }
 
-rte_mbuf* Framer::frame_copy(const wire::FrameSpec& f, const wire::WireEv& ev, wire::TxMarking mark,
-                             const engine::TxPacket& p, DropCounters* drops) {
-  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+void Framer::frame(const engine::TxPacket* tx, size_t n, rte_mbuf** out, bool* extbuf,
+                   DropCounters* drops) {
+  const wire::DscpConfig& dscp = parse_cfg_.dscp;
+  for (size_t done = 0; done < n;) {
+    const size_t burst = std::min<size_t>(n - done, kBurst);
+    const wire::FrameSpec* spec[kBurst];
+    size_t hlen[kBurst];
+    for (size_t i = done; i < done + burst; ++i) {
+      const engine::TxPacket& p = tx[i];
+      out[i] = nullptr;
+      extbuf[i] = false;
+      const wire::FrameSpec* f = spec[i - done] = frame_spec(p);
+      if (f == nullptr) {
+        ++drops->other[size_t(Drop::kTxNoPeer)];
+        continue;
+      }
+      const wire::WireEv& ev = p.ev == engine::kNoEv ? default_ev_[p.plane] : *p.wire_ev;
+      const wire::TxMarking mark = p.is_data ? wire::TxMarking{dscp.trimmable, wire::kEcnEct0}
+                                             : wire::TxMarking{dscp.control, wire::kEcnNotEct};
+      if (extbuf_ && p.payload_len > 0) {
+        if (const ExtRegion* r = find_region(p.payload, p.payload_len)) {
+          extbuf[i] = true;
+          out[i] = frame_extbuf(*f, ev, mark, p, *r, drops);
+          continue;
+        }
+      }
+      out[i] = frame_headers(*f, ev, mark, p, &hlen[i - done], drops);
+    }
+    // The payloads and ICRCs, now that the headers have reached the cache.
+    for (size_t i = done; i < done + burst; ++i) {
+      rte_mbuf* m = out[i];
+      if (m == nullptr) continue;
+      if (extbuf[i]) {
+        const uint32_t icrc = wire::packet_icrc({rte_pktmbuf_mtod(m, const uint8_t*), m->data_len},
+                                                {tx[i].payload, tx[i].payload_len}, ev_mode_);
+        wire::store_icrc(icrc, rte_pktmbuf_mtod(m->next->next, uint8_t*));
+        continue;
+      }
+      const std::span<uint8_t> room(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_tailroom(m));
+      const size_t len = wire::finish_packet(*spec[i - done], hlen[i - done],
+                                             {tx[i].payload, tx[i].payload_len}, room);
+      if (len == 0) {
+        rte_pktmbuf_free(m);
+        out[i] = nullptr;
+        ++drops->other[size_t(Drop::kTxBuild)];
+        continue;
+      }
+      m->data_len = static_cast<uint16_t>(len);
+      m->pkt_len = static_cast<uint32_t>(len);
+    }
+    done += burst;
+  }
+}
+
+// The headers only, `hlen` bytes: frame() finishes the packet.
+rte_mbuf* Framer::frame_headers(const wire::FrameSpec& f, const wire::WireEv& ev,
+                                wire::TxMarking mark, const engine::TxPacket& p, size_t* hlen,
+                                DropCounters* drops) {
+  rte_mbuf* m = alloc();
   if (m == nullptr) {
     ++drops->other[size_t(Drop::kTxNoMbuf)];
     return nullptr;
   }
   const std::span<uint8_t> room(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_tailroom(m));
-  const size_t len = wire::build_packet(f, ev, mark, p.t, {p.payload, p.payload_len}, room);
-  if (len == 0) {
+  *hlen = wire::build_headers(f, ev, mark, p.t, p.payload_len, room);
+  if (*hlen == 0) {
     rte_pktmbuf_free(m);
     ++drops->other[size_t(Drop::kTxBuild)];
     return nullptr;
   }
-  m->data_len = static_cast<uint16_t>(len);
-  m->pkt_len = static_cast<uint32_t>(len);
   return m;
 }
 
 // Headers | payload in place | ICRC: three segments, so that nothing is
-// written into registered memory.
+// written into registered memory. frame() fills in the ICRC.
 rte_mbuf* Framer::frame_extbuf(const wire::FrameSpec& f, const wire::WireEv& ev,
                                wire::TxMarking mark, const engine::TxPacket& p, const ExtRegion& r,
                                DropCounters* drops) {
@@ -157,7 +209,6 @@ rte_mbuf* Framer::frame_extbuf(const wire::FrameSpec& f, const wire::WireEv& ev,
     return nullptr;
   }
   hdr->data_len = static_cast<uint16_t>(hlen);
-  const uint32_t icrc = wire::packet_icrc(room.first(hlen), {p.payload, p.payload_len}, ev_mode_);
 
   rte_mbuf* body = seg[1];
   uint8_t* payload = const_cast<uint8_t*>(p.payload);  // DPDK's type; nothing writes through it
@@ -167,8 +218,7 @@ rte_mbuf* Framer::frame_extbuf(const wire::FrameSpec& f, const wire::WireEv& ev,
   rte_pktmbuf_attach_extbuf(body, payload, iova, static_cast<uint16_t>(p.payload_len), r.shinfo);
   body->data_len = static_cast<uint16_t>(p.payload_len);
 
-  rte_mbuf* tail = seg[2];
-  wire::store_icrc(icrc, rte_pktmbuf_mtod(tail, uint8_t*));
+  rte_mbuf* tail = seg[2];  // frame() writes the ICRC
   tail->data_len = wire::kIcrcLen;
 
   hdr->next = body;
@@ -179,13 +229,13 @@ rte_mbuf* Framer::frame_extbuf(const wire::FrameSpec& f, const wire::WireEv& ev,
 }
 
 bool Framer::for_us(const wire::PacketView& v, uint8_t plane) const {
-  return std::memcmp(v.dst_ip, own_ip_[plane].data(), ip_len_) == 0;
+  return std::memcmp(v.dst_ip, own_ip_[plane].data(), 16) == 0;
 }
 
 uint32_t Framer::peer_of(const wire::PacketView& v, uint8_t plane) const {
   for (uint32_t peer = 0; peer < num_peers_; ++peer)
     if (peer != self_ &&
-        std::memcmp(v.src_ip, peer_ip_[size_t{peer} * num_planes_ + plane].data(), ip_len_) == 0)
+        std::memcmp(v.src_ip, peer_ip_[size_t{peer} * num_planes_ + plane].data(), 16) == 0)
       return peer;
   return engine::kUnknownPeer;
 }

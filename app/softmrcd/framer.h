@@ -8,7 +8,11 @@
 // headers, an external-buffer mbuf over the payload and the ICRC. A
 // payload outside every extbuf region is copied.
 //
-// Owned by the endpoint's lcore, except add_extbuf_region() (setup).
+// Frame mbufs come from the pool a burst at a time (a stash refilled by
+// rte_pktmbuf_alloc_bulk), not one call per packet.
+//
+// Owned by the endpoint's lcore, except add_extbuf_region() (setup) and
+// close() (after the lcore stopped).
 #pragma once
 
 #include <rte_mbuf.h>
@@ -34,12 +38,19 @@ class Framer {
             rte_mempool* pool, rte_mempool* attach_pool, std::string* err);
   // Memory whose payload may be sent in place (extbuf mode only).
   bool add_extbuf_region(const uint8_t* base, size_t len, std::string* err);
+  // Returns the stashed mbufs to their pool.
+  void close();
 
-  // The frame of `p`, or nullptr (counted in `drops`).
-  rte_mbuf* frame(const engine::TxPacket& p, DropCounters* drops, bool* extbuf);
+  // The frames of tx[0, n) in out[0, n): nullptr where a packet is
+  // dropped (counted in `drops`); extbuf[i] says whether out[i] sends its
+  // payload in place. All headers are written before any ICRC reads them
+  // back (see wire::finish_packet()).
+  void frame(const engine::TxPacket* tx, size_t n, rte_mbuf** out, bool* extbuf,
+             DropCounters* drops);
 
   const wire::ParseConfig& parse_config() const { return parse_cfg_; }
-  // Whether a parsed packet is addressed to this endpoint's IP on `plane`.
+  // Whether a parsed packet is addressed to this endpoint's IP on `plane`
+  // (addresses compare as 16 bytes: IPv4 ones are zero-padded on both sides).
   bool for_us(const wire::PacketView& v, uint8_t plane) const;
   // The peer whose IP on `plane` sent `v`; engine::kUnknownPeer if none.
   uint32_t peer_of(const wire::PacketView& v, uint8_t plane) const;
@@ -51,9 +62,13 @@ class Framer {
     rte_mbuf_ext_shared_info* shinfo;
   };
 
+  static constexpr uint16_t kBurst = 32;  // frames a pass, mbufs a bulk allocation
+
   const ExtRegion* find_region(const uint8_t* p, uint32_t len) const;
-  rte_mbuf* frame_copy(const wire::FrameSpec& f, const wire::WireEv& ev, wire::TxMarking mark,
-                       const engine::TxPacket& p, DropCounters* drops);
+  rte_mbuf* alloc();
+  const wire::FrameSpec* frame_spec(const engine::TxPacket& p) const;
+  rte_mbuf* frame_headers(const wire::FrameSpec& f, const wire::WireEv& ev, wire::TxMarking mark,
+                          const engine::TxPacket& p, size_t* hlen, DropCounters* drops);
   rte_mbuf* frame_extbuf(const wire::FrameSpec& f, const wire::WireEv& ev, wire::TxMarking mark,
                          const engine::TxPacket& p, const ExtRegion& r, DropCounters* drops);
 
@@ -61,14 +76,15 @@ class Framer {
   uint32_t num_peers_ = 0;
   uint32_t self_ = 0;
   std::vector<wire::FrameSpec> frames_;  // [peer * num_planes_ + plane]
-  std::vector<bool> has_frame_;
+  std::vector<uint8_t> has_frame_;
   std::vector<wire::WireEv> default_ev_;          // per plane: the path of connectionless replies
   std::vector<std::array<uint8_t, 16>> own_ip_;   // per plane
   std::vector<std::array<uint8_t, 16>> peer_ip_;  // [peer * num_planes_ + plane]
-  size_t ip_len_ = 16;
   wire::ParseConfig parse_cfg_;
   wire::EvMode ev_mode_ = wire::EvMode::kUdp;
   rte_mempool* pool_ = nullptr;
+  rte_mbuf* stash_[kBurst];  // allocated, not yet framed: stash_[0, stashed_)
+  uint16_t stashed_ = 0;
   rte_mempool* attach_pool_ = nullptr;
   bool extbuf_ = false;
   std::vector<ExtRegion> regions_;  // sorted by base

@@ -157,6 +157,8 @@ void on_word(void* r, cmdline* cl, void*) {
         "start | stop                         the traffic generator\n"
         "set plane <endpoint> <plane> up|down take a plane out of use, or back\n"
         "set link <link> plane <plane> up|down  fail or restore an in-process link's plane\n"
+        "set link <link> plane <plane> loss <p> | blackhole on|off | blackhole_ev <ev> |\n"
+        "    restore_ev <ev> | rate_factor <f>  a fault on both directions of the plane\n"
         "clear stats                          zero the plane, drop and port counters\n"
         "quit                                 stop cleanly and exit\n");
   }
@@ -245,20 +247,19 @@ struct SetLinkResult {
   cmdline_fixed_string_t state;
 };
 
+void change(cmdline* cl, const std::vector<std::string>& args) {
+  Report report;
+  std::string err;
+  if (!change_link(g_prompt->daemon(), args, &report, &err))
+    cmdline_printf(cl, "error: %s\n", err.c_str());
+  else
+    cmdline_printf(cl, "link %s plane %s set %s\n", args[0].c_str(), args[1].c_str(),
+                   report[0].fields[0].text.c_str());
+}
+
 void on_set_link(void* r, cmdline* cl, void*) {
   const auto* res = static_cast<SetLinkResult*>(r);
-  auto& links = g_prompt->daemon().links();
-  if (res->link >= links.size()) {
-    cmdline_printf(cl, "error: there are %zu links\n", links.size());
-    return;
-  }
-  if (res->plane >= g_prompt->daemon().config().num_planes()) {
-    cmdline_printf(cl, "error: planes are 0..%u\n", g_prompt->daemon().config().num_planes() - 1);
-    return;
-  }
-  const bool up = std::strcmp(res->state, "up") == 0;
-  links[res->link]->set_plane_up(res->plane, up);
-  cmdline_printf(cl, "link %u plane %u set %s\n", res->link, res->plane, up ? "up" : "down");
+  change(cl, {std::to_string(res->link), std::to_string(res->plane), "state", res->state});
 }
 
 cmdline_parse_token_string_t t_setl = TOKEN_STRING_INITIALIZER(SetLinkResult, set, "set");
@@ -278,9 +279,45 @@ cmdline_parse_inst_t cmd_set_link = {
      &t_setl_state.hdr, nullptr},
 };
 
+// set link <link> plane <plane> <what> <value>
+struct SetLinkChangeResult {
+  cmdline_fixed_string_t set;
+  cmdline_fixed_string_t link_word;
+  uint32_t link;
+  cmdline_fixed_string_t plane_word;
+  uint32_t plane;
+  cmdline_fixed_string_t what;
+  cmdline_fixed_string_t value;
+};
+
+void on_set_link_change(void* r, cmdline* cl, void*) {
+  const auto* res = static_cast<SetLinkChangeResult*>(r);
+  change(cl, {std::to_string(res->link), std::to_string(res->plane), res->what, res->value});
+}
+
+cmdline_parse_token_string_t t_setc = TOKEN_STRING_INITIALIZER(SetLinkChangeResult, set, "set");
+cmdline_parse_token_string_t t_setc_link =
+    TOKEN_STRING_INITIALIZER(SetLinkChangeResult, link_word, "link");
+cmdline_parse_token_num_t t_setc_num = TOKEN_NUM_INITIALIZER(SetLinkChangeResult, link, RTE_UINT32);
+cmdline_parse_token_string_t t_setc_plane =
+    TOKEN_STRING_INITIALIZER(SetLinkChangeResult, plane_word, "plane");
+cmdline_parse_token_num_t t_setc_pnum =
+    TOKEN_NUM_INITIALIZER(SetLinkChangeResult, plane, RTE_UINT32);
+cmdline_parse_token_string_t t_setc_what = TOKEN_STRING_INITIALIZER(
+    SetLinkChangeResult, what, "loss#blackhole#blackhole_ev#restore_ev#rate_factor");
+cmdline_parse_token_string_t t_setc_value =
+    TOKEN_STRING_INITIALIZER(SetLinkChangeResult, value, nullptr);
+cmdline_parse_inst_t cmd_set_link_change = {
+    on_set_link_change,
+    nullptr,
+    "set link <link> plane <plane> loss|blackhole|blackhole_ev|restore_ev|rate_factor <value>",
+    {&t_setc.hdr, &t_setc_link.hdr, &t_setc_num.hdr, &t_setc_plane.hdr, &t_setc_pnum.hdr,
+     &t_setc_what.hdr, &t_setc_value.hdr, nullptr},
+};
+
 cmdline_parse_ctx_t g_commands[] = {
-    &cmd_show,      &cmd_show_endpoint, &cmd_show_qp, &cmd_show_evs_from, &cmd_word, &cmd_clear,
-    &cmd_set_plane, &cmd_set_link,      nullptr,
+    &cmd_show,  &cmd_show_endpoint, &cmd_show_qp,  &cmd_show_evs_from,   &cmd_word,
+    &cmd_clear, &cmd_set_plane,     &cmd_set_link, &cmd_set_link_change, nullptr,
 };
 
 }  // namespace

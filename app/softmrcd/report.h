@@ -12,6 +12,9 @@
 //   stats                          per-endpoint totals and the traffic generator
 //   links                          the in-process fabric, per link and plane
 //
+// change_link() is the one command that changes something: a fault on a
+// plane of an in-process link, for telemetry and the prompt alike.
+//
 // Runs on the control or a telemetry thread.
 #pragma once
 
@@ -48,5 +51,10 @@ inline constexpr uint32_t kReportPage = 32;  // rows of QPs or EVs per request
 // a bad name or parameters.
 bool make_report(Daemon& d, const std::string& what, const std::vector<std::string>& args,
                  Report* out, std::string* err);
+
+// args: <link>,<plane>,<what>,<value>[,<direction>] (parse_link_change()).
+// Queues the change for the link's lcore; *out is one row saying what was
+// requested.
+bool change_link(Daemon& d, const std::vector<std::string>& args, Report* out, std::string* err);
 
 }  // namespace softmrc::softmrcd

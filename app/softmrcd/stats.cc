@@ -15,6 +15,8 @@ const char* drop_name(Drop d) {
       return "tx_build_failed";
     case Drop::kTxNoPeer:
       return "tx_no_peer";
+    case Drop::kTxPlaneDown:
+      return "tx_plane_down";
     case Drop::kCount:
       break;
   }

@@ -12,6 +12,7 @@
 #include "engine/counters.h"
 #include "engine/path/ev_set.h"
 #include "engine/qp_attr.h"
+#include "softmrcd/emulator.h"
 #include "wire/packet.h"
 
 namespace softmrc::softmrcd {
@@ -19,11 +20,12 @@ namespace softmrc::softmrcd {
 // Packets the daemon drops before or after the engine, by reason. Parse
 // failures are counted by wire::ParseStatus.
 enum class Drop : uint8_t {
-  kRxNotForUs,  // parsed, but addressed to another IP than the plane's
-  kRxTooLong,   // longer than the largest frame the path MTU allows
-  kTxNoMbuf,    // mempool empty while framing
-  kTxBuild,     // the engine handed out a packet lib/wire cannot build
-  kTxNoPeer,    // a packet for a peer this endpoint has no addresses for
+  kRxNotForUs,   // parsed, but addressed to another IP than the plane's
+  kRxTooLong,    // longer than the largest frame the path MTU allows
+  kTxNoMbuf,     // mempool empty while framing
+  kTxBuild,      // the engine handed out a packet lib/wire cannot build
+  kTxNoPeer,     // a packet for a peer this endpoint has no addresses for
+  kTxPlaneDown,  // framed for a plane that went out of use, and its port refused it
   kCount,
 };
 const char* drop_name(Drop d);
@@ -93,6 +95,7 @@ struct QpStats {
 struct EvStats {
   uint8_t plane = 0;
   engine::EvState state = engine::EvState::kGood;
+  bool usable = true;  // the QP may send on it: a usable state, its plane up here and at the peer
   engine::EvCounters counters;
 };
 
@@ -109,18 +112,12 @@ struct EndpointSnapshot {
   std::vector<EvStats> evs;
 };
 
-struct HopCounters {
-  uint64_t packets = 0;
-  uint64_t bytes = 0;
-  uint64_t dropped_down = 0;  // the plane was down
-  uint64_t dropped_full = 0;  // the receiving port's ring was full
-};
-
 struct LinkSnapshot {
   uint64_t at_ns = 0;
   uint32_t up_mask = 0;           // bit per plane
   std::vector<HopCounters> hops;  // [plane * 2 + direction], direction 0: a -> b
-  uint64_t plane_events = 0;      // planes taken down or up
+  std::vector<HopState> states;   // likewise
+  uint64_t plane_events = 0;      // changes applied (schedule and operators)
 };
 
 }  // namespace softmrc::softmrcd

@@ -19,7 +19,7 @@ Daemon* g_daemon = nullptr;
 
 struct TelemetryCommand {
   const char* path;
-  const char* report;
+  const char* report;  // nullptr: the link change command
   const char* help;
 };
 
@@ -35,8 +35,20 @@ constexpr TelemetryCommand kCommands[] = {
      "[endpoint,]qpn[,first]"},
     {"/softmrc/drops", "drops", "Dropped packets by reason. Parameter: [endpoint]"},
     {"/softmrc/stats", "stats", "Per-endpoint totals and the traffic generator. No parameters"},
-    {"/softmrc/links", "links", "The in-process fabric per link and plane. No parameters"},
+    {"/softmrc/links", "links",
+     "The in-process fabric per link and plane: counters, drops, faults. No parameters"},
+    {"/softmrc/fabric/set", nullptr,
+     "Changes a plane of an in-process link (docs/daemon.md). Parameters: "
+     "link,plane,what,value[,direction]"},
 };
+
+// DPDK refuses to register a command whose help has 128 characters or more.
+constexpr bool helps_fit() {
+  for (const TelemetryCommand& c : kCommands)
+    if (std::char_traits<char>::length(c.help) >= 128) return false;
+  return true;
+}
+static_assert(helps_fit());
 
 std::vector<std::string> split(const char* params) {
   std::vector<std::string> out;
@@ -66,6 +78,8 @@ int on_command(const char* cmd, const char* params, rte_tel_data* d) {
     err = "softmrcd is starting or stopping";
   } else if (c == nullptr) {
     err = "unknown command";
+  } else if (c->report == nullptr) {
+    change_link(*g_daemon, split(params), &report, &err);
   } else {
     make_report(*g_daemon, c->report, split(params), &report, &err);
   }

@@ -1,6 +1,7 @@
 // The traffic generator (see txgen.h).
 #include "softmrcd/txgen.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
@@ -12,6 +13,9 @@ namespace {
 
 constexpr int32_t kNoFlow = INT32_MAX;
 
+// A connectionless probe goes out on the framer's default path of its plane.
+const wire::WireEv kDefaultPath{};
+
 }  // namespace
 
 void Txgen::init(uint32_t max_qps) {
@@ -22,14 +26,22 @@ void Txgen::add_sender(const SenderSetup& s) {
   Sender x;
   x.s = s;
   x.slots = slots(s.flow);
+  x.local_va = s.local_va.value_or(reinterpret_cast<uint64_t>(s.buf));
+  x.waiting = s.remote_peer != engine::kUnknownPeer;
   by_qpn_[s.qpn] = static_cast<int32_t>(senders_.size());
   senders_.push_back(x);
+  if (x.waiting && std::none_of(peers_.begin(), peers_.end(),
+                                [&](const Peer& p) { return p.index == s.remote_peer; })) {
+    peers_.push_back(Peer{.index = s.remote_peer, .name = s.remote_name});
+    ++unanswered_;
+  }
 }
 
 engine::Status Txgen::add_receiver(const ReceiverSetup& r, engine::Endpoint& ep) {
   Receiver x;
   x.r = r;
   x.slots = slots(r.flow);
+  x.quiet_since = engine::kNever;
   by_qpn_[r.qpn] = ~static_cast<int32_t>(receivers_.size());
   receivers_.push_back(x);
   for (uint32_t i = 0; i < r.flow.window; ++i)
@@ -41,7 +53,8 @@ void Txgen::start(engine::TimeNs now) {
   for (Sender& s : senders_) {
     if (s.failed || s.exhausted) continue;
     s.active = true;
-    s.deadline = s.s.flow.duration_ns != 0 ? now + s.s.flow.duration_ns : engine::kNever;
+    s.deadline =
+        s.s.flow.duration_ns != 0 && !s.waiting ? now + s.s.flow.duration_ns : engine::kNever;
   }
 }
 
@@ -54,8 +67,48 @@ bool Txgen::may_post(const Sender& s, engine::TimeNs now) const {
   return s.active && (f.messages == 0 || s.next < f.messages) && now < s.deadline;
 }
 
+// One probe per interval to each peer that has not answered yet, on the
+// planes in use in turn.
+void Txgen::probe(engine::Endpoint& ep, engine::TimeNs now) {
+  for (Peer& p : peers_) {
+    if (p.answered || now < p.next_probe) continue;
+    p.next_probe = now + kProbeIntervalNs;
+    for (uint32_t k = 0; k < engine::kMaxPlanes; ++k) {
+      const auto plane = static_cast<uint8_t>((p.next_plane + k) % engine::kMaxPlanes);
+      if (!ep.plane_up(plane)) continue;
+      // A full control queue only delays the next try.
+      (void)ep.send_probe(p.index, plane, &kDefaultPath, static_cast<uint16_t>(p.index), now);
+      p.next_plane = static_cast<uint8_t>(plane + 1);
+      break;
+    }
+  }
+}
+
+void Txgen::on_probe_reply(const engine::Event& e, engine::TimeNs now) {
+  for (Peer& p : peers_) {
+    if (p.answered || e.probe_req_id != static_cast<uint16_t>(p.index)) continue;
+    p.answered = true;
+    --unanswered_;
+    for (Sender& s : senders_) {
+      if (!s.waiting || s.s.remote_peer != p.index) continue;
+      s.waiting = false;
+      if (s.active && s.s.flow.duration_ns != 0) s.deadline = now + s.s.flow.duration_ns;
+    }
+    std::printf(
+        "softmrcd: t=%.3fs peer %s answered a probe on plane %u (rtt %.1f us): its "
+        "flows start\n",
+        now / 1e9, p.name, e.plane, e.rtt_ns / 1e3);
+    std::fflush(stdout);
+  }
+}
+
 void Txgen::post(engine::Endpoint& ep, engine::TimeNs now) {
+  if (unanswered_ != 0) probe(ep, now);
+  if (lingering_ != 0)
+    for (Receiver& r : receivers_)
+      if (r.ended && !r.done) linger(r, ep, now);
   for (Sender& s : senders_) {
+    if (s.waiting) continue;
     const FlowSpec& f = s.s.flow;
     if ((f.messages != 0 && s.next >= f.messages) || now >= s.deadline) s.exhausted = true;
     while (may_post(s, now) && s.outstanding < f.window) {
@@ -65,7 +118,7 @@ void Txgen::post(engine::Endpoint& ep, engine::TimeNs now) {
       if (s.s.fill) pattern::fill(src, f.size_bytes, s.s.stream, m);
       engine::WriteRequest wr;
       wr.wr_id = m;
-      wr.local_addr = reinterpret_cast<uint64_t>(src);
+      wr.local_addr = s.local_va + off;
       wr.length = f.size_bytes;
       wr.lkey = s.s.lkey;
       wr.remote_addr = s.s.remote_va + off;
@@ -86,19 +139,29 @@ void Txgen::post(engine::Endpoint& ep, engine::TimeNs now) {
     }
     // A flow that stops mid-batch closes the batch so that it is checked.
     if (f.op == TrafficOp::kWrite && !may_post(s, now) && s.marked < s.next) post_marker(s, ep);
+    // A flow that used up its limit says so once everything completed.
+    if (s.exhausted && !s.failed && !s.end_posted && s.outstanding == 0 && s.markers_out == 0 &&
+        (f.op == TrafficOp::kWimm || s.marked == s.next))
+      post_end(s, ep);
   }
 }
 
-void Txgen::post_marker(Sender& s, engine::Endpoint& ep) {
+// A 0-byte WIMM whose immediate is the next message index: a batch marker
+// or the end of the flow, told apart by the tag in its wr_id.
+engine::WriteRequest Txgen::control_wimm(const Sender& s, uint64_t tag) {
   engine::WriteRequest wr;
-  wr.wr_id = kMarker | s.next;
-  wr.local_addr = reinterpret_cast<uint64_t>(s.s.buf);
+  wr.wr_id = tag | s.next;
+  wr.local_addr = s.local_va;
   wr.lkey = s.s.lkey;
   wr.remote_addr = s.s.remote_va;
   wr.rkey = s.s.rkey;
   wr.with_imm = true;
   wr.imm = static_cast<uint32_t>(s.next);
-  if (engine::Status st = ep.post_write(s.s.qpn, wr); !st.ok()) {
+  return wr;
+}
+
+void Txgen::post_marker(Sender& s, engine::Endpoint& ep) {
+  if (engine::Status st = ep.post_write(s.s.qpn, control_wimm(s, kMarker)); !st.ok()) {
     std::fprintf(stderr, "softmrcd: txgen: QP %u: batch marker: %s\n", s.s.qpn, st.reason());
     ++counters_.errors;
     s.active = false;
@@ -108,6 +171,37 @@ void Txgen::post_marker(Sender& s, engine::Endpoint& ep) {
   }
   s.marked = s.next;
   ++s.markers_out;
+}
+
+// The end: a 0-byte WIMM naming the number of messages. In write mode it
+// follows the last batch marker, so it names no new message.
+void Txgen::post_end(Sender& s, engine::Endpoint& ep) {
+  s.end_posted = true;
+  if (engine::Status st = ep.post_write(s.s.qpn, control_wimm(s, kEnd)); !st.ok()) {
+    std::fprintf(stderr, "softmrcd: txgen: QP %u: end of flow: %s\n", s.s.qpn, st.reason());
+    ++counters_.errors;
+    s.failed = true;
+    return;
+  }
+  s.end_out = true;
+}
+
+// A remote flow's responder stays until the QP has been quiet for the
+// linger time: a requester whose ACK of the end was lost resends it.
+void Txgen::linger(Receiver& r, const engine::Endpoint& ep, engine::TimeNs now) {
+  const engine::Qp* q = ep.qp(r.r.qpn);
+  uint64_t rx = 0;
+  if (q != nullptr) {
+    const engine::QpCounters& c = q->counters();
+    rx = c.rx_data_packets + c.rx_duplicates + c.rx_out_of_window + c.rx_trimmed;
+  }
+  if (r.quiet_since == engine::kNever || rx != r.rx_seen) {
+    r.rx_seen = rx;
+    r.quiet_since = now;
+  } else if (now - r.quiet_since >= r.r.linger_ns) {
+    r.done = true;
+    --lingering_;
+  }
 }
 
 void Txgen::on_completion(const engine::Completion& c, engine::Endpoint& ep) {
@@ -120,6 +214,18 @@ void Txgen::on_completion(const engine::Completion& c, engine::Endpoint& ep) {
 }
 
 void Txgen::on_send_completion(Sender& s, const engine::Completion& c) {
+  if (c.wr_id & kEnd) {
+    s.end_out = false;
+    // Flushed: the daemon is shutting down, and the flow is over anyway.
+    s.ended = c.status == engine::WcStatus::kSuccess || c.status == engine::WcStatus::kFlushed;
+    if (!s.ended) {
+      ++counters_.errors;
+      s.failed = true;
+      std::fprintf(stderr, "softmrcd: txgen: QP %u: end of flow completed with %s\n", c.qpn,
+                   engine::wc_status_name(c.status));
+    }
+    return;
+  }
   if (c.wr_id & kMarker) {
     --s.markers_out;
   } else {
@@ -162,7 +268,11 @@ void Txgen::on_recv_completion(Receiver& r, const engine::Completion& c, engine:
     return;
   }
   const FlowSpec& f = r.r.flow;
-  if (f.op == TrafficOp::kWimm) {
+  if (c.byte_len == 0 && c.imm == static_cast<uint32_t>(r.expected)) {
+    // The end: every message up to here was checked (in write mode it
+    // follows the last batch marker; a WIMM message has at least a byte).
+    end(r);
+  } else if (f.op == TrafficOp::kWimm) {
     const uint64_t m = r.expected++;
     if (c.imm != static_cast<uint32_t>(m) || c.byte_len != f.size_bytes) {
       ++counters_.mismatches;
@@ -190,12 +300,22 @@ void Txgen::on_recv_completion(Receiver& r, const engine::Completion& c, engine:
   }
 }
 
+void Txgen::end(Receiver& r) {
+  if (r.ended) return;
+  r.ended = true;
+  if (r.r.remote)
+    ++lingering_;
+  else
+    r.done = true;
+}
+
 bool Txgen::finished() const {
   for (const Sender& s : senders_) {
-    if (!s.exhausted && !s.failed) return false;
-    if (s.outstanding != 0 || s.markers_out != 0) return false;
-    if (s.s.flow.op == TrafficOp::kWrite && !s.failed && s.marked < s.next) return false;
+    if (s.outstanding != 0 || s.markers_out != 0 || s.end_out) return false;
+    if (!s.failed && !(s.exhausted && s.ended)) return false;
   }
+  for (const Receiver& r : receivers_)
+    if (r.r.remote && !r.done) return false;
   return true;
 }
 

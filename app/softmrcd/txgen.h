@@ -17,10 +17,24 @@
 // polled (and checked) the completions it produced; so nothing is
 // overwritten before it is checked.
 //
+// The end of a flow: once a requester has used up its message count or
+// duration and every message completed, it sends a 0-byte WIMM whose
+// immediate is the number of messages (in write mode: a marker naming no
+// new message). The responder checks that number and knows the flow is
+// over, which is how a responder in another process learns when to stop.
+// It then lingers until nothing has arrived on the QP for `linger_ns`, so
+// that a lost ACK of the end is answered when the requester resends it.
+//
+// A requester whose responder is hosted elsewhere starts only when that
+// endpoint answers a connectionless probe (one every kProbeIntervalNs, on
+// the planes in use in turn): the peer's QPs exist by then, and a duration
+// counts from there.
+//
 // Owned by the endpoint's lcore; setup (add_*) runs before it starts.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/endpoint.h"
@@ -31,6 +45,8 @@ namespace softmrc::softmrcd {
 
 class Txgen {
  public:
+  static constexpr engine::TimeNs kProbeIntervalNs = 10'000'000;
+
   struct SenderSetup {
     uint32_t qpn = 0;
     FlowSpec flow;
@@ -40,12 +56,22 @@ class Txgen {
     uint64_t remote_va = 0;  // the responder's buffer
     uint32_t rkey = 0;
     bool fill = true;  // write the pattern (the line-rate mode's peer checks nothing)
+    // The responder's endpoint when another process hosts it: the sender
+    // waits for it to answer a probe. engine::kUnknownPeer: hosted here.
+    uint32_t remote_peer = engine::kUnknownPeer;
+    const char* remote_name = "";  // for the log; outlives the Txgen
+    // The address of buf in the lkey's region; none: buf's own address.
+    std::optional<uint64_t> local_va = std::nullopt;
   };
   struct ReceiverSetup {
     uint32_t qpn = 0;
     FlowSpec flow;
     uint64_t stream = 0;
     const uint8_t* buf = nullptr;
+    // The requester is hosted elsewhere: the traffic is done here only once
+    // its end arrived and the QP was then quiet for linger_ns.
+    bool remote = false;
+    engine::TimeNs linger_ns = 0;
   };
 
   // Message slots in each side's buffer.
@@ -58,15 +84,19 @@ class Txgen {
   // Posts the receives the responder keeps outstanding.
   engine::Status add_receiver(const ReceiverSetup& r, engine::Endpoint& ep);
 
-  // Start (or resume) posting; duration limits count from `now`.
+  // Start (or resume) posting; duration limits count from `now` (or from
+  // the peer's first probe reply).
   void start(engine::TimeNs now);
   // Stop posting; what is outstanding still completes.
   void stop();
 
   void post(engine::Endpoint& ep, engine::TimeNs now);
   void on_completion(const engine::Completion& c, engine::Endpoint& ep);
+  // An engine::EventType::kProbeReply event.
+  void on_probe_reply(const engine::Event& e, engine::TimeNs now);
 
-  // Every sender reached its limit (or failed) and has nothing outstanding.
+  // Every sender reached its limit (or failed) and has nothing outstanding,
+  // and every flow from another process ended here.
   bool finished() const;
   uint64_t in_flight() const;  // messages posted, not completed
   const TxgenCounters& counters() const { return counters_; }
@@ -74,35 +104,61 @@ class Txgen {
 
  private:
   static constexpr uint64_t kMarker = uint64_t{1} << 63;  // wr_id of a batch marker
+  static constexpr uint64_t kEnd = uint64_t{1} << 62;     // wr_id of the end marker
 
   struct Sender {
     SenderSetup s;
     uint32_t slots = 0;
-    uint64_t next = 0;    // next message to post
-    uint64_t marked = 0;  // write mode: messages before this have a marker posted
+    uint64_t local_va = 0;  // buf in the lkey's region
+    uint64_t next = 0;      // next message to post
+    uint64_t marked = 0;    // write mode: messages before this have a marker posted
     uint32_t outstanding = 0;
     uint32_t markers_out = 0;
     engine::TimeNs deadline = engine::kNever;
+    bool waiting = false;    // for its remote peer to answer a probe
     bool active = false;     // posting
     bool exhausted = false;  // its message count or duration is used up
     bool failed = false;     // an error stopped it
+    bool end_posted = false;
+    bool end_out = false;  // the end marker is outstanding
+    bool ended = false;    // ... and completed
   };
   struct Receiver {
     ReceiverSetup r;
     uint32_t slots = 0;
     uint64_t expected = 0;  // next message to check
+    bool ended = false;     // the end marker arrived
+    bool done = false;      // ... and the QP has been quiet since (remote only)
+    uint64_t rx_seen = 0;   // the QP's data packets when last looked at
+    engine::TimeNs quiet_since = 0;
+  };
+  // A peer that requesters wait for.
+  struct Peer {
+    uint32_t index = 0;  // endpoint index, also the probes' req_id
+    const char* name = "";
+    bool answered = false;
+    engine::TimeNs next_probe = 0;
+    uint8_t next_plane = 0;
   };
 
   bool may_post(const Sender& s, engine::TimeNs now) const;
+  void probe(engine::Endpoint& ep, engine::TimeNs now);
+  static engine::WriteRequest control_wimm(const Sender& s, uint64_t tag);
   void post_marker(Sender& s, engine::Endpoint& ep);
+  void post_end(Sender& s, engine::Endpoint& ep);
+  void linger(Receiver& r, const engine::Endpoint& ep, engine::TimeNs now);
+  void end(Receiver& r);
   void on_send_completion(Sender& s, const engine::Completion& c);
   void on_recv_completion(Receiver& r, const engine::Completion& c, engine::Endpoint& ep);
   bool check(const Receiver& r, uint64_t m);
 
   std::vector<Sender> senders_;
   std::vector<Receiver> receivers_;
+  std::vector<Peer> peers_;
   std::vector<int32_t> by_qpn_;  // >= 0: sender index; < 0: ~receiver index
   TxgenCounters counters_;
+  uint32_t unanswered_ = 0;  // peers that have not answered a probe yet
+  uint32_t lingering_ = 0;   // remote receivers ended but not done
 };
 
 }  // namespace softmrc::softmrcd

@@ -12,41 +12,26 @@
 #include <cstring>
 #include <string>
 
+#include "eal_environment.h"
 #include "port/ethdev/ethdev_port.h"
 
 namespace softmrc::port {
 namespace {
 
-class Eal : public ::testing::Environment {
- public:
-  void SetUp() override {
-    const char* argv[] = {"ethdev_port_test", "--no-huge",       "-m",          "128",
-                          "--no-pci",         "--no-shconf",     "-l",          "0",
-                          "--file-prefix",    "smrcd-port-test", "--log-level", "lib.eal:warning"};
-    ASSERT_GE(rte_eal_init(std::size(argv), const_cast<char**>(argv)), 0);
-    pool = rte_pktmbuf_pool_create("port_test", 2047, 64, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
-    ASSERT_NE(pool, nullptr);
-  }
-  void TearDown() override {
-    rte_mempool_free(pool);
-    rte_eal_cleanup();
-  }
-  static inline rte_mempool* pool = nullptr;
-};
-
-const auto* const kEal = ::testing::AddGlobalTestEnvironment(new Eal);
+test::EalEnvironment* const kEal =
+    test::add_eal("smrcd-port-test", 2047, 64, RTE_MBUF_DEFAULT_BUF_SIZE);
 
 EthdevPortConfig small_port() {
   EthdevPortConfig c;
   c.rx_desc = 64;
   c.tx_desc = 64;
-  c.rx_pool = Eal::pool;
+  c.rx_pool = kEal->pool;
   c.link_poll_us = 1;
   return c;
 }
 
 rte_mbuf* frame_with(uint8_t seed, uint16_t len) {
-  rte_mbuf* m = rte_pktmbuf_alloc(Eal::pool);
+  rte_mbuf* m = rte_pktmbuf_alloc(kEal->pool);
   auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, len));
   for (uint16_t i = 0; i < len; ++i) p[i] = static_cast<uint8_t>(seed + i);
   return m;

@@ -10,6 +10,11 @@
   sigterm                      SIGTERM mid-transfer: in-flight work completes
   sigterm_flush                the same with no drain time: it is flushed
   extbuf                       tx_payload extbuf: payloads sent in place
+  fabric_impairments           the emulated fabric: rate, delay, random loss,
+                               a slow plane that trims, a plane failure; every
+                               byte verified, the counters show each of them
+  fabric_control               /softmrc/fabric/set changes a running link:
+                               loss, blackholes, rate factor; counters move
   bad_config                   bad files rejected with the messages that
                                docs/configuration.md documents
   options                      bad command lines, --help
@@ -143,7 +148,7 @@ def summary_counts(output):
 
 
 LOG = re.compile(r'^softmrcd: t=([\d.]+)s a\[.*planes (\d+) .*\] b\[.*planes (\d+) .*\] '
-                 r'txgen verified (\d+) \(\+(\d+)\) errors (\d+)$')
+                 r'txgen verified (\d+) \(\+(\d+)\) [\d.]+ Gb/s errors (\d+)$')
 
 
 def case_two_endpoints_plane_failure(args):
@@ -189,6 +194,137 @@ def case_extbuf(args):
     check(m is not None and int(m.group(2)) > 0, 'no payload was sent in place', both)
     m = re.search(r'softmrcd: b: sent (\d+) packets \((\d+) with', out)
     check(m is not None and m.group(2) == '0', 'b sends only ACKs, never a payload', both)
+
+
+def link_totals(output):
+    """The summary's line for link 0: delivered, trimmed, CE-marked, drops by reason."""
+    m = re.search(r'softmrcd: link 0: delivered (\d+) packets \(([\d.]+) MiB of payload\), '
+                  r'trimmed (\d+), CE-marked (\d+), dropped (\d+)(?: \((.*)\))?$', output, re.M)
+    check(m is not None, 'no link summary', output)
+    totals = {'packets': int(m.group(1)), 'trims': int(m.group(3)), 'ce_marks': int(m.group(4)),
+              'drops': int(m.group(5))}
+    for item in (m.group(6) or '').split(', '):
+        if item:
+            reason, n = item.rsplit(' ', 1)
+            totals['drop_' + reason] = int(n)
+    return totals
+
+
+def retransmitted(output, ep):
+    m = re.search(rf'softmrcd: {ep}: sent .* retransmitted (\d+)$', output, re.M)
+    check(m is not None, f'no summary line for {ep}', output)
+    return int(m.group(1))
+
+
+def case_fabric_impairments(args):
+    """Four 0.5 Gb/s planes with 50 us of delay each way: plane 1 loses 1% of
+    its packets at random, plane 3 is slower with a small buffer and trims,
+    plane 2 is down from 0.5 s to 0.9 s. Everything arrives and is checked."""
+    cfg = two_endpoints(planes=4)
+    cfg['links'][0].update({
+        'rate_gbps': 0.5, 'delay_us': 50, 'buffer_kib': 128, 'ecn_kib': 32, 'overflow': 'trim',
+        'planes': [{'plane': 1, 'loss': 0.01},
+                   {'plane': 3, 'rate_gbps': 0.15, 'buffer_kib': 12, 'ecn_kib': 4}],
+        'schedule': [{'at_ms': 500, 'plane': 2, 'state': 'down', 'for_ms': 400}]})
+    code, out, err = Daemon(args, 'fabric_impairments', cfg).run()
+    both = out + err
+    check(code == 0 and 'softmrcd: PASS' in out, f'exit status {code}', both)
+    s = summary_counts(out)
+    check(s['verified'] > 0 and s['verified'] == s['completed'] == s['posted'],
+          f'not every message was verified: {s}', both)
+    check(s['mismatches'] == 0 and s['errors'] == 0, f'errors: {s}', both)
+    for ep in ('a', 'b'):
+        check(re.search(rf't=[\d.]+s {ep} plane 2 down \(link down\)', out),
+              f'{ep} did not see plane 2 go down', both)
+        check(re.search(rf't=[\d.]+s {ep} plane 2 up \(link up\)', out),
+              f'{ep} did not see plane 2 come back', both)
+    t = link_totals(out)
+    check(t['trims'] > 0, f'plane 3 trimmed nothing: {t}', both)
+    check(t['ce_marks'] > 0, f'nothing was CE-marked: {t}', both)
+    check(t.get('drop_loss', 0) > 0, f'plane 1 lost nothing: {t}', both)
+    check(retransmitted(out, 'a') > 0, 'a retransmitted nothing', both)
+    # The rate limit holds: 4 x 0.5 Gb/s less the failed plane's share.
+    m = re.search(r'; ([\d.]+) s, ([\d.]+) Gb/s verified', out)
+    check(m is not None and 0 < float(m.group(2)) <= 2.0, 'goodput above the fabric\'s rate', both)
+    check(re.search(r'softmrcd: link 0 plane 2 down at t=[\d.]+s: ', out),
+          'no goodput report for the plane failure', both)
+
+
+def case_fabric_control(args):
+    cfg = two_endpoints()
+    cfg['links'][0].update({'rate_gbps': 1, 'delay_us': 20})
+    cfg['traffic'][0]['duration_ms'] = 0  # until SIGTERM
+    d = Daemon(args, 'fabric_control', cfg).start(['--log-interval-ms', '0'])
+    try:
+        t = Telemetry(telemetry_socket(d.prefix))
+
+        def plane_row(p):
+            return t.query('/softmrc/links')[f'link0/{p}']
+
+        def grows(p, key, what):
+            first = plane_row(p)[key]
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                time.sleep(0.2)
+                row = plane_row(p)
+                if row[key] > first:
+                    return row
+            raise Failure(f'{key} did not grow after {what}: {row}')
+
+        row = plane_row(0)
+        check(row['base_rtt_ns'] == 2 * 20000 + (1024 + 240) * 8 and row['a_to_b_loss'] == '0' and
+              row['a_to_b_drops'] == 0, f'/softmrc/links before: {row}')
+        reply = t.query('/softmrc/fabric/set,0,0,loss,0.2')
+        check(reply == {'link0/0': {'requested': 'loss 0.2'}}, f'set loss: {reply}')
+        row = grows(0, 'a_to_b_drop_loss', 'loss 0.2')
+        check(row['a_to_b_loss'] == '0.2' and row['b_to_a_loss'] == '0.2', f'loss: {row}')
+        t.query('/softmrc/fabric/set,0,0,loss,0')
+        reply = t.query('/softmrc/fabric/set,0,1,blackhole,on,a_to_b')
+        check(reply == {'link0/1': {'requested': 'blackhole on (a_to_b)'}}, f'blackhole: {reply}')
+        row = grows(1, 'a_to_b_drop_blackhole', 'blackhole on')
+        check(row['a_to_b_blackhole'] == 1 and row['b_to_a_blackhole'] == 0, f'blackhole: {row}')
+        t.query('/softmrc/fabric/set,0,1,blackhole,off,a_to_b')
+        # EV 0 of plane 0 rides in UDP source port 49152 (ev_profiles.default).
+        t.query('/softmrc/fabric/set,0,0,blackhole_ev,49152')
+        row = grows(0, 'a_to_b_drop_ev_blackhole', 'blackhole_ev 49152')
+        check(row['a_to_b_blackholed_evs'] == 1, f'blackhole_ev: {row}')
+        t.query('/softmrc/fabric/set,0,0,restore_ev,49152')
+        reply = t.query('/softmrc/fabric/set,0,1,rate_factor,0.5')
+        check(reply == {'link0/1': {'requested': 'rate_factor 0.5'}}, f'rate_factor: {reply}')
+        deadline = time.monotonic() + 5
+        while plane_row(1)['a_to_b_rate_factor'] != '0.5' and time.monotonic() < deadline:
+            time.sleep(0.1)
+        row = plane_row(0)
+        check(row['a_to_b_blackholed_evs'] == 0 and row['a_to_b_loss'] == '0',
+              f'not restored: {row}')
+        check(plane_row(1)['a_to_b_rate_factor'] == '0.5', f'rate_factor: {plane_row(1)}')
+        for params, error in [
+            ('0,0,loss,2', "loss '2' is not a probability 0..1"),
+            ('0,0,loss', 'expected <link>,<plane>,<what>,<value>[,<direction>]'),
+            ('0,0,jitter,1', "'jitter' is not state, loss, blackhole, blackhole_ev, restore_ev or "
+                             "rate_factor"),
+            ('0,0,blackhole,maybe', "blackhole 'maybe' is not on or off"),
+            ('0,0,state,down,a_to_b', 'a plane goes down or up in both directions'),
+            ('0,0,loss,0.1,up', "direction 'up' is not both, a_to_b or b_to_a"),
+            ('3,0,loss,0.1', 'no link 3 (there are 1)'),
+            ('0,9,loss,0.1', 'no plane 9 (planes are 0..1)'),
+        ]:
+            reply = t.query('/softmrc/fabric/set,' + params)
+            check(reply == {'error': error}, f'{params}: {reply}, want {error!r}')
+        stats = t.query('/softmrc/stats')
+        check(stats['b']['txgen_verified'] > 0, f'no traffic: {stats}')
+        d.proc.send_signal(signal.SIGTERM)
+        check(d.wait() == 0, 'exit status after SIGTERM', d.output())
+    finally:
+        d.kill()
+    out = d.output()
+    s = summary_counts(out)
+    check(s['errors'] == 0 and s['mismatches'] == 0, f'errors: {s}', out)
+    for line in ['link 0 plane 0 loss 0.2', 'link 0 plane 1 blackhole on (a_to_b)',
+                 'link 0 plane 0 ev 49152 blackholed', 'link 0 plane 0 ev 49152 restored',
+                 'link 0 plane 1 rate_factor 0.5']:
+        check(re.search(r'softmrcd: t=[\d.]+s ' + re.escape(line) + '$', out, re.M),
+              f'no log line for {line!r}', out)
 
 
 def telemetry_socket(prefix):
@@ -366,6 +502,15 @@ def case_interactive(args):
         d.read_until(r'b plane 0 down \(link down\)')
         send('set link 0 plane 0 up', 'link 0 plane 0 set up')
         d.read_until(r'b plane 0 up \(link up\)')
+        # The link's lcore applies it (and says so) at once, and shows it in
+        # its next snapshot.
+        send('set link 0 plane 1 loss 0.25', 'link 0 plane 1 set loss 0.25', pause=0.3)
+        row = show('links', 'link0/1', r'\ba_to_b_loss=')
+        check(field(row, 'a_to_b_loss') == '0.25', row, d.output())
+        row = d.read_until(r'\bb_to_a_loss=').string
+        check(field(row, 'b_to_a_loss') == '0.25', row, d.output())
+        send('set link 0 plane 1 loss 0', 'link 0 plane 1 set loss 0')
+        send('set link 0 plane 1 rate_factor 2', "error: rate_factor '2' is not 0.001..1")
         send('show evs a 1 7', r'^ev7$')
         send('stop', 'traffic stopped', pause=0.5)
         send('clear stats', 'stats cleared', pause=0.2)
@@ -380,6 +525,8 @@ def case_interactive(args):
     out = d.output()
     check(code == 0, f'exit status {code}', out)
     check('stopping (quit)' in out and 'softmrcd: PASS' in out, 'no clean quit', out)
+    check(re.search(r'softmrcd: t=[\d.]+s link 0 plane 1 loss 0.25$', out, re.M),
+          'the link did not apply the loss', out)
 
 
 # (case, config change, expected message after "softmrcd: <file>: ", doc template)
@@ -419,9 +566,52 @@ BAD_CONFIGS = [
     ('unknown_profile', lambda c: c.update(qp={'cc_profile': 'fast'}),
      "qp.cc_profile: no profile named 'fast'", "no profile named '<name>'"),
     ('too_few_mbufs', lambda c: c.update(mempool={'mbufs': 1500}),
-     "mempool.mbufs: 1500 is too few for endpoint 'a': 2 planes x 1024 link ring slots need at "
-     "least 3072", "<n> is too few for endpoint '<name>': <p> planes x <s> link ring slots need "
-     "at least <m>"),
+     "mempool.mbufs: 1500 is too few for endpoint 'a': 2 planes x 1536 link ring and delay line "
+     "slots need at least 4096", "<n> is too few for endpoint '<name>': <p> planes x <s> link "
+     "ring and delay line slots need at least <m>"),
+    ('fabric_rate', lambda c: c['links'][0].update(rate_gbps=0),
+     'links[0].rate_gbps: 0 is out of range 0.001..10000', '<n> is out of range <lo>..<hi>'),
+    ('fabric_overflow', lambda c: c['links'][0].update(overflow='cut'),
+     "links[0].overflow: 'cut' is not drop or trim", "'<value>' is not <choice> or <choice>"),
+    ('fabric_ecn', lambda c: c['links'][0].update(buffer_kib=32, ecn_kib=64),
+     'links[0].ecn_kib: 64 is not below buffer_kib (32): no packet would be marked',
+     '<n> is not below buffer_kib (<m>): no packet would be marked'),
+    ('fabric_plane_twice', lambda c: c['links'][0].update(planes=[{'plane': 1, 'loss': 0.1},
+                                                                  {'plane': 1}]),
+     'links[0].planes[1].plane: plane 1 is configured twice', 'plane <n> is configured twice'),
+    ('fabric_plane_missing', lambda c: c['links'][0].update(planes=[{'delay_us': 5}]),
+     'links[0].planes[0].plane: missing', '<key>: missing'),
+    ('fabric_loss', lambda c: c['links'][0].update(planes=[{'plane': 0, 'loss': 2}]),
+     'links[0].planes[0].loss: 2 is out of range 0..1', '<n> is out of range <lo>..<hi>'),
+    ('fabric_unknown_key', lambda c: c['links'][0].update(jitter_us=5),
+     'links[0].jitter_us: unknown key', '<key>: unknown key'),
+    ('schedule_no_change', lambda c: c['links'][0].update(schedule=[{'at_ms': 10, 'plane': 0}]),
+     'links[0].schedule[0]: needs one of state, loss, blackhole or rate_factor',
+     'needs one of state, loss, blackhole or rate_factor'),
+    ('schedule_two_changes', lambda c: c['links'][0].update(schedule=[
+        {'at_ms': 10, 'plane': 0, 'state': 'down', 'loss': 0.1}]),
+     "links[0].schedule[0]: has both 'state' and 'loss'; one change per event",
+     "has both '<a>' and '<b>'; one change per event"),
+    ('schedule_evs', lambda c: c['links'][0].update(schedule=[
+        {'at_ms': 10, 'plane': 0, 'loss': 0.1, 'evs': [49152]}]),
+     'links[0].schedule[0].evs: only goes with blackhole', 'only goes with blackhole'),
+    ('schedule_no_evs', lambda c: c['links'][0].update(schedule=[
+        {'at_ms': 10, 'plane': 0, 'blackhole': True, 'evs': []}]),
+     'links[0].schedule[0].evs: names no EV', 'names no EV'),
+    ('schedule_bad_ev', lambda c: c['links'][0].update(schedule=[
+        {'at_ms': 10, 'plane': 0, 'blackhole': True, 'evs': [49152, 70000]}]),
+     'links[0].schedule[0].evs[1]: 70000 is out of range 0..65535',
+     '<n> is out of range <lo>..<hi>'),
+    ('schedule_direction', lambda c: c['links'][0].update(schedule=[
+        {'at_ms': 10, 'plane': 0, 'state': 'down', 'direction': 'a_to_b'}]),
+     'links[0].schedule[0].direction: a plane goes down or up in both directions, as a cable '
+     'does', 'a plane goes down or up in both directions, as a cable does'),
+    ('schedule_rate_factor', lambda c: c['links'][0].update(schedule=[
+        {'at_ms': 10, 'plane': 0, 'rate_factor': 0}]),
+     'links[0].schedule[0].rate_factor: 0 is out of range 0.001..1',
+     '<n> is out of range <lo>..<hi>'),
+    ('delay_line', lambda c: c['links'][0].update(delay_line_packets=8),
+     'links[0].delay_line_packets: 8 is out of range 16..65536', '<n> is out of range <lo>..<hi>'),
     ('schedule_order', lambda c: c['links'][0].update(schedule=[
         {'at_ms': 50, 'plane': 0, 'state': 'down'}, {'at_ms': 10, 'plane': 0, 'state': 'up'}]),
      'links[0].schedule[1].at_ms: is earlier than the event before it',

@@ -4,6 +4,8 @@
 #include <rte_cycles.h>
 #include <rte_dev.h>
 
+#include <algorithm>
+
 namespace softmrc::port {
 
 namespace {
@@ -112,7 +114,8 @@ bool EthdevPort::open(uint16_t port_id, const EthdevPortConfig& cfg, std::string
   if (lsc_)
     rte_eth_dev_callback_register(port_id, RTE_ETH_EVENT_INTR_LSC, &EthdevPort::on_link_event,
                                   this);
-  link_poll_tsc_ = cfg.link_poll_us * rte_get_tsc_hz() / 1'000'000;
+  const uint64_t poll_us = lsc_ ? std::max(cfg.link_poll_us, kLinkBackstopUs) : cfg.link_poll_us;
+  link_poll_tsc_ = poll_us * rte_get_tsc_hz() / 1'000'000;
   return true;
 }
 
@@ -157,9 +160,9 @@ bool EthdevPort::read_link() {
 }
 
 bool EthdevPort::poll_link(uint64_t now_tsc) {
-  if (lsc_) {
-    if (!link_event_.load(std::memory_order_relaxed)) return false;
+  if (lsc_ && link_event_.load(std::memory_order_relaxed)) {
     link_event_.store(false, std::memory_order_relaxed);
+    next_link_poll_tsc_ = now_tsc + link_poll_tsc_;
     return read_link();
   }
   if (now_tsc < next_link_poll_tsc_) return false;

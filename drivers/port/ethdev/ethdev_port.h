@@ -35,6 +35,8 @@ struct EthdevPortConfig {
 
 class EthdevPort {
  public:
+  static constexpr uint64_t kLinkBackstopUs = 10'000;
+
   EthdevPort() = default;
   EthdevPort(const EthdevPort&) = delete;
   EthdevPort& operator=(const EthdevPort&) = delete;
@@ -61,9 +63,11 @@ class EthdevPort {
   uint16_t rx_burst(rte_mbuf** pkts, uint16_t n) { return rte_eth_rx_burst(port_id_, 0, pkts, n); }
   uint16_t tx_burst(rte_mbuf** pkts, uint16_t n) { return rte_eth_tx_burst(port_id_, 0, pkts, n); }
 
-  // Re-reads the link when an interrupt said it changed or, for PMDs
-  // without link interrupts, once the poll period has passed since the last
-  // read. True when the link changed; link_up() then has the new state.
+  // Re-reads the link when an interrupt said it changed, and once the poll
+  // period has passed since the last read: link_poll_us for PMDs without
+  // link interrupts, kLinkBackstopUs for those with them (some, net_tap
+  // among them, change their link without raising the interrupt). True
+  // when the link changed; link_up() then has the new state.
   bool poll_link(uint64_t now_tsc);
   bool link_up() const { return link_up_; }
 

@@ -1,0 +1,360 @@
+// The fabric emulator's data path on real mbufs (app/softmrcd/emulator.h):
+// delivery times, the priority class overtaking queued data, trimming and
+// CE marking of built frames (checked by parsing them again), EV
+// blackholes, loss, the delay line's bound, a hop going down; and the
+// goodput trace with the recovery measurement. One EAL for the binary.
+#include <gtest/gtest.h>
+#include <rte_eal.h>
+#include <rte_mbuf.h>
+
+#include <cstring>
+#include <vector>
+
+#include "eal_environment.h"
+#include "softmrcd/emulator.h"
+#include "wire/packet.h"
+
+namespace softmrc::softmrcd {
+namespace {
+
+test::EalEnvironment* const kEal = test::add_eal("smrcd-emu-test", 1023, 0, 10240);
+
+constexpr uint32_t kPayload = 4096;
+constexpr uint64_t kUs = 1000;
+
+struct FrameOptions {
+  bool data = true;
+  wire::IpVersion ip = wire::IpVersion::kV6;
+  uint16_t udp_src_port = 0xc000;
+};
+
+// A frame as softmrcd's framer builds it: data with DSCP 26 and ECT(0),
+// control (an ACK) with DSCP 48.
+std::vector<uint8_t> build(const FrameOptions& o) {
+  wire::FrameSpec f;
+  f.ip_version = o.ip;
+  f.src_mac.bytes[5] = 1;
+  f.dst_mac.bytes[5] = 2;
+  f.src_ip[0] = f.dst_ip[0] = 10;
+  f.src_ip[3] = 1;
+  f.dst_ip[3] = 2;
+  wire::WireEv ev;
+  ev.bytes[0] = static_cast<uint8_t>(o.udp_src_port >> 8);
+  ev.bytes[1] = static_cast<uint8_t>(o.udp_src_port);
+  wire::Transport t;
+  std::vector<uint8_t> payload;
+  wire::TxMarking mark{48, wire::kEcnNotEct};
+  if (o.data) {
+    t.opcode = wire::Opcode::kWriteOnly;
+    t.data.msg_len = kPayload;
+    payload.assign(kPayload, 0x5a);
+    mark = {26, wire::kEcnEct0};
+  } else {
+    t.opcode = wire::Opcode::kAck;
+  }
+  t.dest_qpn = 7;
+  t.psn = 100;
+  std::vector<uint8_t> out(wire::kMaxHeaderLen + kPayload + wire::kIcrcLen);
+  out.resize(wire::build_packet(f, ev, mark, t, payload, out));
+  return out;
+}
+
+rte_mbuf* mbuf_of(const std::vector<uint8_t>& frame) {
+  rte_mbuf* m = rte_pktmbuf_alloc(kEal->pool);
+  std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())), frame.data(),
+              frame.size());
+  return m;
+}
+
+// The same frame as a chain: headers, then payload and ICRC (as the framer
+// sends a payload in place).
+rte_mbuf* chained_mbuf_of(const std::vector<uint8_t>& frame, uint16_t header_len) {
+  rte_mbuf* head = rte_pktmbuf_alloc(kEal->pool);
+  rte_mbuf* tail = rte_pktmbuf_alloc(kEal->pool);
+  std::memcpy(rte_pktmbuf_append(head, header_len), frame.data(), header_len);
+  const auto rest = static_cast<uint16_t>(frame.size() - header_len);
+  std::memcpy(rte_pktmbuf_append(tail, rest), frame.data() + header_len, rest);
+  EXPECT_EQ(rte_pktmbuf_chain(head, tail), 0);
+  return head;
+}
+
+std::vector<uint8_t> bytes_of(const rte_mbuf* m) {
+  std::vector<uint8_t> out(m->pkt_len);
+  const void* p = rte_pktmbuf_read(m, 0, m->pkt_len, out.data());
+  if (p != out.data()) std::memcpy(out.data(), p, m->pkt_len);
+  return out;
+}
+
+// What a hop delivers by `now`, taken whole.
+struct Sink {
+  std::vector<rte_mbuf*> got;
+  uint16_t room = UINT16_MAX;
+
+  void take(EmulatedHop& hop, uint64_t now) {
+    hop.deliver(now, [this](rte_mbuf** pkts, uint16_t n) {
+      const uint16_t k = std::min(n, room);
+      got.insert(got.end(), pkts, pkts + k);
+      room = static_cast<uint16_t>(room - k);
+      return k;
+    });
+  }
+  ~Sink() {
+    for (rte_mbuf* m : got) rte_pktmbuf_free(m);
+  }
+};
+
+HopConfig gbps1(uint64_t delay_ns) {
+  HopConfig c;
+  c.link.rate_mbps = 1000;
+  c.link.delay_ns = delay_ns;
+  return c;
+}
+
+uint64_t serialise_ns(size_t bytes) {
+  return (bytes * 8 * 1000 + 999) / 1000;  // at 1 Gb/s
+}
+
+size_t drops(const EmulatedHop& hop, fabric::DropReason r) {
+  return hop.counters().drops[size_t(r)];
+}
+
+TEST(EmulatedHop, DeliversAfterSerialisationAndDelay) {
+  EmulatedHop hop;
+  ASSERT_EQ(hop.init(gbps1(10 * kUs)), nullptr);
+  const std::vector<uint8_t> frame = build({});
+  rte_mbuf* m = mbuf_of(frame);
+  hop.admit(&m, 1, 0);
+  const uint64_t due = serialise_ns(frame.size()) + 10 * kUs;
+  Sink sink;
+  sink.take(hop, due - 1);
+  EXPECT_TRUE(sink.got.empty());
+  sink.take(hop, due);
+  ASSERT_EQ(sink.got.size(), 1u);
+  EXPECT_EQ(bytes_of(sink.got[0]), frame);
+  const HopCounters c = hop.counters();
+  EXPECT_EQ(c.packets, 1u);
+  EXPECT_EQ(c.bytes, frame.size());
+  EXPECT_EQ(c.payload_bytes, kPayload);
+  EXPECT_EQ(hop.held(), 0u);
+}
+
+TEST(EmulatedHop, ControlOvertakesQueuedData) {
+  EmulatedHop hop;
+  ASSERT_EQ(hop.init(gbps1(5 * kUs)), nullptr);
+  rte_mbuf* pkts[4] = {mbuf_of(build({})), mbuf_of(build({})), mbuf_of(build({})),
+                       mbuf_of(build({.data = false}))};
+  const rte_mbuf* ack = pkts[3];
+  const rte_mbuf* first = pkts[0];
+  hop.admit(pkts, 4, 0);
+  Sink sink;
+  sink.take(hop, 1'000 * kUs);
+  ASSERT_EQ(sink.got.size(), 4u);
+  EXPECT_EQ(sink.got[0], ack);  // it waited for none of the data
+  EXPECT_EQ(sink.got[1], first);
+}
+
+TEST(EmulatedHop, TrimsWhatOverflowsAndRewritesItsHeaders) {
+  HopConfig c = gbps1(0);
+  c.link.buffer_bytes = 8 << 10;
+  c.link.overflow = fabric::Overflow::kTrim;
+  EmulatedHop hop;
+  ASSERT_EQ(hop.init(c), nullptr);
+  rte_mbuf* pkts[3] = {mbuf_of(build({})), mbuf_of(build({})), mbuf_of(build({}))};
+  hop.admit(pkts, 3, 0);
+  Sink sink;
+  sink.take(hop, 1'000 * kUs);
+  ASSERT_EQ(sink.got.size(), 3u);
+  EXPECT_EQ(hop.counters().trims, 2u);
+  // The trimmed headers ride the priority class: they arrive first.
+  wire::ParseConfig pc;
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<uint8_t> frame = bytes_of(sink.got[i]);
+    wire::PacketView v;
+    ASSERT_EQ(wire::parse(frame, pc, &v), wire::ParseStatus::kOk) << i;
+    EXPECT_TRUE(v.trimmed);
+    EXPECT_EQ(v.payload_len, 0u);
+    EXPECT_EQ(v.dscp, wire::DscpConfig{}.trimmed);
+    EXPECT_EQ(v.t.psn, 100u);
+  }
+  EXPECT_EQ(sink.got[2]->pkt_len, build({}).size());
+  EXPECT_EQ(hop.counters().payload_bytes, kPayload);  // trimmed headers carry none
+}
+
+TEST(EmulatedHop, TrimsAChainedFrameIntoItsFirstSegment) {
+  HopConfig c = gbps1(0);
+  c.link.buffer_bytes = 5 << 10;  // room for one frame: the chained one is trimmed
+  c.link.overflow = fabric::Overflow::kTrim;
+  EmulatedHop hop;
+  ASSERT_EQ(hop.init(c), nullptr);
+  const std::vector<uint8_t> frame = build({});
+  const uint16_t header_len = static_cast<uint16_t>(frame.size() - kPayload - wire::kIcrcLen);
+  rte_mbuf* pkts[2] = {mbuf_of(frame), chained_mbuf_of(frame, header_len)};
+  hop.admit(pkts, 2, 0);
+  Sink sink;
+  sink.take(hop, 1'000 * kUs);
+  ASSERT_EQ(sink.got.size(), 2u);
+  rte_mbuf* trimmed = sink.got[0];
+  EXPECT_EQ(trimmed->nb_segs, 1);
+  EXPECT_EQ(trimmed->pkt_len, header_len);
+  wire::PacketView v;
+  ASSERT_EQ(wire::parse(bytes_of(trimmed), wire::ParseConfig{}, &v), wire::ParseStatus::kOk);
+  EXPECT_TRUE(v.trimmed);
+}
+
+TEST(EmulatedHop, MarksCeAndKeepsTheIpv4ChecksumAndIcrcValid) {
+  HopConfig c = gbps1(0);
+  c.link.ecn_threshold_bytes = 1 << 10;
+  EmulatedHop hop;
+  ASSERT_EQ(hop.init(c), nullptr);
+  const FrameOptions v4{.ip = wire::IpVersion::kV4};
+  rte_mbuf* pkts[2] = {mbuf_of(build(v4)), mbuf_of(build(v4))};
+  hop.admit(pkts, 2, 0);
+  Sink sink;
+  sink.take(hop, 1'000 * kUs);
+  ASSERT_EQ(sink.got.size(), 2u);
+  EXPECT_EQ(hop.counters().ce_marks, 1u);
+  wire::PacketView v;
+  ASSERT_EQ(wire::parse(bytes_of(sink.got[0]), wire::ParseConfig{}, &v), wire::ParseStatus::kOk);
+  EXPECT_EQ(v.ecn, wire::kEcnEct0);  // found the queue empty
+  ASSERT_EQ(wire::parse(bytes_of(sink.got[1]), wire::ParseConfig{}, &v), wire::ParseStatus::kOk);
+  EXPECT_EQ(v.ecn, wire::kEcnCe);
+}
+
+TEST(EmulatedHop, BlackholesTheChosenEvOnly) {
+  EmulatedHop hop;
+  ASSERT_EQ(hop.init(gbps1(0)), nullptr);
+  hop.set_ev_blackholed(0xc001, true);
+  EXPECT_EQ(hop.state().blackholed_evs, 1u);
+  rte_mbuf* pkts[2] = {mbuf_of(build({.udp_src_port = 0xc001})),
+                       mbuf_of(build({.udp_src_port = 0xc002}))};
+  hop.admit(pkts, 2, 0);
+  Sink sink;
+  sink.take(hop, 1'000 * kUs);
+  EXPECT_EQ(sink.got.size(), 1u);
+  EXPECT_EQ(drops(hop, fabric::DropReason::kEvBlackhole), 1u);
+  hop.set_ev_blackholed(0xc001, false);
+  EXPECT_EQ(hop.state().blackholed_evs, 0u);
+}
+
+TEST(EmulatedHop, LosesAboutTheConfiguredShare) {
+  HopConfig c = gbps1(0);
+  c.loss = 0.1;
+  EmulatedHop hop;
+  ASSERT_EQ(hop.init(c), nullptr);
+  Sink sink;
+  for (int i = 0; i < 2000; ++i) {
+    rte_mbuf* m = mbuf_of(build({.data = false}));
+    hop.admit(&m, 1, uint64_t(i) * 10 * kUs);
+    sink.take(hop, uint64_t(i) * 10 * kUs + 5 * kUs);
+    for (rte_mbuf* got : sink.got) rte_pktmbuf_free(got);
+    sink.got.clear();
+  }
+  const size_t lost = drops(hop, fabric::DropReason::kLoss);
+  EXPECT_GT(lost, 120u);
+  EXPECT_LT(lost, 280u);
+  EXPECT_EQ(hop.counters().packets + lost, 2000u);
+}
+
+TEST(EmulatedHop, HoldsAtMostItsDelayLineAndFreesEverything) {
+  HopConfig c = gbps1(100 * kUs);
+  c.delay_line_packets = 16;
+  const unsigned before = rte_mempool_avail_count(kEal->pool);
+  {
+    EmulatedHop hop;
+    ASSERT_EQ(hop.init(c), nullptr);
+    rte_mbuf* pkts[20];
+    for (rte_mbuf*& m : pkts) m = mbuf_of(build({.data = false}));
+    hop.admit(pkts, 20, 0);
+    EXPECT_EQ(hop.held(), 16u);
+    EXPECT_EQ(hop.counters().hop_drops[size_t(HopDrop::kDelayLineFull)], 4u);
+    EXPECT_EQ(hop.counters().max_held_packets, 16u);
+    Sink sink;
+    sink.room = 10;  // the receiver's ring takes 10
+    sink.take(hop, 1'000 * kUs);
+    EXPECT_EQ(sink.got.size(), 10u);
+    EXPECT_EQ(hop.counters().hop_drops[size_t(HopDrop::kRxRingFull)], 6u);
+  }
+  EXPECT_EQ(rte_mempool_avail_count(kEal->pool), before);
+}
+
+TEST(EmulatedHop, GoingDownLosesWhatItHolds) {
+  const unsigned before = rte_mempool_avail_count(kEal->pool);
+  EmulatedHop hop;
+  ASSERT_EQ(hop.init(gbps1(50 * kUs)), nullptr);
+  rte_mbuf* pkts[5];
+  for (rte_mbuf*& m : pkts) m = mbuf_of(build({}));
+  hop.admit(pkts, 5, 0);
+  hop.set_up(false, 10 * kUs);
+  EXPECT_EQ(hop.held(), 0u);
+  EXPECT_EQ(drops(hop, fabric::DropReason::kLinkDown), 5u);
+  EXPECT_EQ(rte_mempool_avail_count(kEal->pool), before);
+  rte_mbuf* m = mbuf_of(build({}));
+  hop.admit(&m, 1, 20 * kUs);
+  EXPECT_EQ(drops(hop, fabric::DropReason::kLinkDown), 6u);
+  hop.set_up(true, 30 * kUs);
+  m = mbuf_of(build({}));
+  hop.admit(&m, 1, 30 * kUs);
+  Sink sink;
+  sink.take(hop, 1'000 * kUs);
+  EXPECT_EQ(sink.got.size(), 1u);
+}
+
+TEST(DeliveryTrace, CapturesTheBinsAroundAMomentAndMeasuresRecovery) {
+  DeliveryTrace trace;
+  trace.init(100 * kUs, 50, 150, 2);
+  // 1000 bytes per 100 us bin, nothing for 0.5 ms after the fault at 10 ms,
+  // then 750 per bin.
+  for (uint64_t t = 0; t < 30'000 * kUs; t += 100 * kUs) {
+    if (t == 10'000 * kUs) {
+      ASSERT_TRUE(trace.mark(t, 42));
+    }
+    const bool gap = t >= 10'000 * kUs && t < 10'500 * kUs;
+    trace.add(t, gap ? 0 : t < 10'000 * kUs ? 1000 : 750);
+  }
+  ASSERT_EQ(trace.captures().size(), 1u);
+  const DeliveryTrace::Capture& c = trace.captures()[0];
+  EXPECT_TRUE(c.done);
+  EXPECT_EQ(c.tag, 42u);
+  EXPECT_EQ(c.num_bins, 200u);
+  EXPECT_EQ(c.at_bin, 50u);
+  const Recovery r = measure_recovery(c, trace.bin_ns(), 0.75, 2, 10);
+  ASSERT_TRUE(r.measured);
+  EXPECT_TRUE(r.recovered);
+  EXPECT_DOUBLE_EQ(r.before_gbps, 1000 * 8 / 100e3);
+  EXPECT_EQ(r.recovery_ns, 500 * kUs);
+  EXPECT_DOUBLE_EQ(r.lowest_gbps, 0);
+  EXPECT_EQ(r.longest_gap_ns, 500 * kUs);
+  EXPECT_DOUBLE_EQ(r.after_gbps, 750 * 8 / 100e3);
+}
+
+TEST(DeliveryTrace, ABurstRightAfterTheFaultIsNotARecovery) {
+  DeliveryTrace::Capture c;
+  c.at_bin = 20;
+  c.num_bins = 200;
+  c.bins.assign(200, 1000);
+  // In-flight data lands at once, then 0.3 ms at half the level.
+  for (uint32_t i = 22; i < 25; ++i) c.bins[i] = 500;
+  const Recovery r = measure_recovery(c, 100 * kUs, 0.75, 1, 10);
+  ASSERT_TRUE(r.measured && r.recovered);
+  EXPECT_EQ(r.recovery_ns, 500 * kUs);
+  EXPECT_DOUBLE_EQ(r.lowest_gbps, 500 * 8 / 100e3);
+}
+
+TEST(DeliveryTrace, AnOpenCaptureIsClosedWithWhatThereIs) {
+  DeliveryTrace trace;
+  trace.init(100 * kUs, 20, 100, 1);
+  for (uint64_t t = 0; t < 5'000 * kUs; t += 100 * kUs) trace.add(t, 1000);
+  ASSERT_TRUE(trace.mark(5'000 * kUs, 1));
+  EXPECT_FALSE(trace.mark(5'000 * kUs, 2));  // one capture only
+  trace.add(6'000 * kUs, 1000);
+  trace.finish(6'000 * kUs);
+  const DeliveryTrace::Capture& c = trace.captures()[0];
+  EXPECT_FALSE(c.done);
+  EXPECT_EQ(c.num_bins, 30u);  // 2 ms before, 1 ms after
+  EXPECT_EQ(c.bins[19], 1000u);
+  EXPECT_EQ(c.bins[25], 0u);  // the trace skipped from 5 to 6 ms
+  EXPECT_EQ(c.max_stall_ns, 1'000 * kUs);
+}
+
+}  // namespace
+}  // namespace softmrc::softmrcd

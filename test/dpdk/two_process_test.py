@@ -1,0 +1,439 @@
+#!/usr/bin/env python3
+"""softmrcd endpoints in separate processes: each --case runs two daemons,
+a and b, each with its own configuration and EAL (its own --file-prefix,
+the shared EAL config that memif needs), and checks what both say.
+
+  memif           a and b over net_memif, one vdev per plane (a is each
+                  plane's server), a Write flow a -> b limited by duration
+                  and a WIMM flow b -> a limited by count; every byte
+                  verified on both sides
+  bad_config      flows to peers: the checks a config gets, with the
+                  messages docs/configuration.md lists
+  tap_plane_down  a and b in two network namespaces, each plane a net_tap
+                  wired to a veth pair between the namespaces, a WIMM flow
+                  a -> b; a's tap of plane 1 is taken down mid-transfer
+                  (ip link set ... down): both see the plane's EVs go
+                  unusable, the other planes carry the transfer; it comes
+                  back; SIGTERM to a, then b: every byte verified
+
+Both configs list the same `traffic`, so that each process knows the
+other's QPNs and keys (app/softmrcd/traffic_plan.h). The two busy lcores
+get a CPU each: a runs --lcores 0@1,1@0 and b 0@0,1@1. Exit 0 on success,
+77 (skipped) where network namespaces cannot be made, 1 with the reason
+and both daemons' output otherwise.
+"""
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from softmrcd_test import (Daemon, Failure, Telemetry, check, plane,  # noqa: E402
+                           summary_counts, telemetry_socket)
+
+LCORES = {'a': '0@1,1@0', 'b': '0@0,1@1'}
+SKIP = 77
+
+
+class Skip(Exception):
+    pass
+
+
+def config(me, ports, traffic):
+    """One hosted endpoint `me` on `ports` (one per plane), the other a peer."""
+    other = 'b' if me == 'a' else 'a'
+    planes = len(ports)
+    return {
+        'path_mtu': 1024,  # memif and tap frames are at most 1518 bytes
+        'stats': {'snapshot_ms': 20, 'log_interval_ms': 250},
+        'ev_profiles': {'default': {'evs_per_plane': 4, 'min_active': 2}},
+        'endpoints': [{'name': me, 'planes': [dict(port=ports[p], **plane(me, p))
+                                              for p in range(planes)]}],
+        'peers': [{'name': other, 'planes': [plane(other, p) for p in range(planes)]}],
+        'traffic': traffic,
+    }
+
+
+def daemon(args, case, me, ports, traffic, netns=None):
+    d = Daemon(args, f'2p_{case}_{me}', config(me, ports, traffic))
+    i = d.cmd.index('-l')
+    d.cmd[i:i + 2] = ['--lcores', LCORES[me]]
+    if netns:
+        d.cmd = ['ip', 'netns', 'exec', netns] + d.cmd
+    return d
+
+
+def both_output(a, b):
+    return '--- a ---\n' + a.output() + '\n--- b ---\n' + b.output()
+
+
+def final_output(a, b):
+    """Both daemons' output, to the end: they are stopped first."""
+    for d in (a, b):
+        if d:
+            d.kill()
+            d.wait(5)
+    return both_output(a, b) if b else a.output()
+
+
+def mib(output):
+    m = re.search(r'txgen: .* verified \(([\d.]+) MiB, every byte checked\)', output)
+    return float(m.group(1)) if m else 0.0
+
+
+def check_done(a, b, code_a, code_b, b_to_a=None, stop='traffic done'):
+    """Both exited 0 and every message a flow sent was verified at the other end."""
+    out = both_output(a, b)
+    check(code_a == 0 and code_b == 0, f'exit status a {code_a}, b {code_b}', out)
+    for d in (a, b):
+        check('softmrcd: PASS' in d.output(), 'no PASS line', out)
+        check(f'stopping ({stop})' in d.output(), f'did not stop on {stop}', out)
+    sa, sb = summary_counts(a.output()), summary_counts(b.output())
+    for name, s in (('a', sa), ('b', sb)):
+        check(s['mismatches'] == 0 and s['errors'] == 0 and s['flushed'] == 0,
+              f'{name}: {s}', out)
+    # What a requester completed, its peer's responder verified, byte for byte.
+    check(sa['posted'] == sa['completed'] == sb['verified'] > 0,
+          f'a -> b: a posted {sa["posted"]}, completed {sa["completed"]}; b verified '
+          f'{sb["verified"]}', out)
+    if b_to_a is not None:
+        check(sb['posted'] == sb['completed'] == sa['verified'] == b_to_a,
+              f'b -> a: b posted {sb["posted"]}, completed {sb["completed"]}; a verified '
+              f'{sa["verified"]}, want {b_to_a}', out)
+    else:
+        check(sb['posted'] == 0 and sa['verified'] == 0, 'unexpected traffic b -> a', out)
+    check(mib(b.output()) > 0, 'b verified no bytes', out)
+    for d, me in ((a, 'a'), (b, 'b')):
+        for line in d.output().splitlines():
+            if re.match(r'softmrcd: (t=[\d.]+s (peer|\w+ plane)|\w+: sent|txgen:)', line):
+                print(f'{me}: {line}')
+    return sa, sb
+
+
+def wait_both(a, b, timeout=30):
+    deadline = time.monotonic() + timeout
+    code_a = a.wait(max(1, deadline - time.monotonic()))
+    code_b = b.wait(max(1, deadline - time.monotonic()))
+    return code_a, code_b
+
+
+def row(t, cmd, key):
+    """Row `key` of telemetry command `cmd`."""
+    reply = t.query(cmd)
+    check(key in reply, f'{cmd}: no {key} in {reply}')
+    return reply[key]
+
+
+def poll_row(what, t, cmd, key, cond, output=''):
+    """Row `key` of `cmd` once cond(row) holds."""
+    return poll(what, lambda: (lambda r: r if cond(r) else None)(row(t, cmd, key)),
+                output=output)
+
+
+def poll(what, fn, timeout=5.0, output=''):
+    """fn() until it returns something true; that value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise Failure(f'timed out waiting for {what}' +
+                          ('\n--- output ---\n' + output if output else ''))
+        time.sleep(0.05)
+
+
+def case_memif(args):
+    planes = 3
+    socks = [os.path.join(args.workdir, f'memif-p{p}.sock') for p in range(planes)]
+    for s in socks:
+        if os.path.exists(s):
+            os.unlink(s)
+
+    def ports(role):
+        return [f'net_memif{p},role={role},id=0,socket={socks[p]},socket-abstract=no'
+                for p in range(planes)]
+
+    messages_b_to_a = 2000
+    traffic = [
+        {'from': 'a', 'to': 'b', 'qps': 2, 'op': 'write', 'size': 16384, 'window': 4,
+         'duration_ms': 1500},
+        {'from': 'b', 'to': 'a', 'qps': 1, 'op': 'wimm', 'size': 8192, 'window': 4,
+         'messages': messages_b_to_a},
+    ]
+    a = daemon(args, 'memif', 'a', ports('server'), traffic).start()
+    b = None
+    try:
+        # A memif client's port fails to start without its server's socket.
+        poll('the memif servers\' sockets', lambda: a._read(0.05) and all(map(os.path.exists,
+                                                                            socks)),
+             timeout=10, output=a.output())
+        b = daemon(args, 'memif', 'b', ports('client'), traffic).start()
+        # Every plane carries data both ways, as b's telemetry shows, and
+        # nothing was dropped.
+        t = Telemetry(telemetry_socket(b.prefix))
+        rows = poll('traffic on every plane',
+                    lambda: (lambda r: r if all(r[f'b/{p}']['rx_packets'] > 0 and
+                                                r[f'b/{p}']['tx_packets'] > 0
+                                                for p in range(planes)) else None)(
+                        t.query('/softmrc/planes,b')), output=a.output())
+        check(all(rows[f'b/{p}']['in_use'] == 1 for p in range(planes)),
+              f'a plane not in use: {rows}')
+        drops = t.query('/softmrc/drops,b')['b']
+        check(drops['total'] == 0 and drops['engine_rx_unknown_qpn'] == 0, f'b drops: {drops}')
+        code_a, code_b = wait_both(a, b)
+    except Failure as e:
+        raise Failure(str(e) + '\n' + final_output(a, b)) from None
+    finally:
+        a.kill()
+        if b:
+            b.kill()
+    check_done(a, b, code_a, code_b, messages_b_to_a)
+    out = both_output(a, b)
+    check('peer b answered a probe' in a.output() and 'peer a answered a probe' in b.output(),
+          'a requester did not wait for its peer', out)
+    for d, me in ((a, 'a'), (b, 'b')):
+        check(re.search(rf'{me}\[.*planes 111 ', d.output()), f'{me} never used all planes',
+              out)
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=False)
+    if r.returncode != 0:
+        raise Failure(f'{" ".join(cmd)}: exit {r.returncode}: {r.stderr.strip()}')
+    return r.stdout
+
+
+class Namespaces:
+    """Two network namespaces joined plane by plane: in each, a persistent
+    multi-queue tap (net_tap attaches to it) wired to its end of a veth
+    pair by two tc mirred redirects, so a frame written to a's tap leaves
+    b's. Only these namespaces' interfaces carry the traffic; deleting the
+    namespaces removes every interface made here."""
+
+    def __init__(self, planes):
+        self.ns = {e: f'smrc2p-{e}{os.getpid()}' for e in ('a', 'b')}
+        self.made = []
+        self.planes = planes
+        self.ip = {}  # per namespace, an `ip -batch -` reading commands
+
+    def __enter__(self):
+        try:
+            for e in ('a', 'b'):
+                r = subprocess.run(['ip', 'netns', 'add', self.ns[e]], capture_output=True,
+                                   text=True, check=False)
+                if r.returncode != 0:
+                    raise Skip(f'cannot make a network namespace: {r.stderr.strip()}')
+                self.made.append(self.ns[e])
+                # No kernel chatter (IPv6 DAD, MLD) on the wires.
+                run(['ip', 'netns', 'exec', self.ns[e], 'sysctl', '-qw',
+                     'net.ipv6.conf.all.disable_ipv6=1',
+                     'net.ipv6.conf.default.disable_ipv6=1'])
+            na, nb = self.ns['a'], self.ns['b']
+            for p in range(self.planes):
+                run(['ip', 'link', 'add', f'v{p}', 'netns', na, 'type', 'veth', 'peer', 'name',
+                     f'v{p}', 'netns', nb])
+                for e in ('a', 'b'):
+                    ns, tap = self.ns[e], self.tap(e, p)
+                    run(['ip', '-n', ns, 'tuntap', 'add', 'dev', tap, 'mode', 'tap',
+                         'multi_queue'])
+                    for dev in (tap, f'v{p}'):
+                        run(['ip', '-n', ns, 'link', 'set', dev, 'up'])
+                        run(['tc', '-n', ns, 'qdisc', 'add', 'dev', dev, 'ingress'])
+                    for src, dst in ((tap, f'v{p}'), (f'v{p}', tap)):
+                        run(['tc', '-n', ns, 'filter', 'add', 'dev', src, 'ingress', 'protocol',
+                             'all', 'u32', 'match', 'u32', '0', '0', 'action', 'mirred',
+                             'egress', 'redirect', 'dev', dst])
+            for e in ('a', 'b'):
+                self.ip[e] = subprocess.Popen(['ip', '-n', self.ns[e], '-force', '-batch', '-'],
+                                              stdin=subprocess.PIPE, text=True)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for ip in self.ip.values():
+            ip.stdin.close()
+            try:
+                ip.wait(5)
+            except subprocess.TimeoutExpired:
+                ip.kill()
+                ip.wait()
+        self.ip = {}
+        for ns in self.made:
+            subprocess.run(['ip', 'netns', 'del', ns], capture_output=True, check=False)
+        self.made = []
+
+    @staticmethod
+    def tap(e, p):
+        return f't{e}{p}'
+
+    def link(self, e, dev, state):
+        """`ip link set <dev> <state>` in e's namespace, at once: by the ip
+        started there before the daemons (a new `ip -n` pays for entering
+        the namespace, which can take seconds while both CPUs poll)."""
+        self.ip[e].stdin.write(f'link set {dev} {state}\n')
+        self.ip[e].stdin.flush()
+
+
+def case_tap_plane_down(args):
+    planes = 3
+    down = 1
+    # Unlimited: taking a tap down can take the kernel seconds while both
+    # CPUs poll, so the test, not a duration, decides when the flow stops.
+    traffic = [{'from': 'a', 'to': 'b', 'qps': 2, 'op': 'wimm', 'size': 16384, 'window': 8}]
+    with Namespaces(planes) as net:
+        def ports(e):
+            return [f'net_tap{p},iface={net.tap(e, p)}' for p in range(planes)]
+
+        a = daemon(args, 'tap', 'a', ports('a'), traffic, netns=net.ns['a']).start()
+        b = daemon(args, 'tap', 'b', ports('b'), traffic, netns=net.ns['b']).start()
+        try:
+            ta = Telemetry(telemetry_socket(a.prefix))
+            tb = Telemetry(telemetry_socket(b.prefix))
+
+            def verified():
+                return row(tb, '/softmrc/stats', 'b')['txgen_verified']
+
+            poll('b to verify messages', verified, output=both_output(a, b))
+            net.link('a', net.tap('a', down), 'down')
+            a.read_until(rf'a plane {down} down \(link down\)', timeout=15)
+            # a's plane is out of use, and b's QPs took its EVs out of use
+            # too when a's port status arrived.
+            pa = poll_row('a to drop the plane', ta, '/softmrc/planes,a', f'a/{down}',
+                          lambda r: r['in_use'] == 0 and r['evs_usable'] == 0)
+            check(pa['link_up'] == 0, f'a/{down}: {pa}')
+            pb = poll_row('b to stop using the plane', tb, '/softmrc/planes,b', f'b/{down}',
+                          lambda r: r['evs_usable'] == 0)
+            check(pb['link_up'] == 1 and pb['in_use'] == 1,
+                  f'b/{down}: its own link never went down: {pb}')
+            for q in (1, 2):
+                qp = row(tb, f'/softmrc/qp,b,{q}', f'b/{q}')
+                check(qp['port_status_rx'] >= 1 and qp['usable_evs'] == qp['evs'] * 2 // 3,
+                      f'b/{q} did not take plane {down} out of use: {qp}')
+            others = tb.query('/softmrc/planes,b')
+            check(all(others[f'b/{p}']['evs_usable'] > 0 for p in range(planes) if p != down),
+                  f'b lost other planes: {others}')
+            # The other planes carry the transfer.
+            v0 = verified()
+            time.sleep(0.5)
+            v1 = verified()
+            check(row(ta, '/softmrc/planes,a', f'a/{down}')['in_use'] == 0,
+                  'the plane came back by itself')
+            check(v1 > v0, f'nothing verified while plane {down} was down ({v0} then {v1})',
+                  both_output(a, b))
+            net.link('a', net.tap('a', down), 'up')
+            a.read_until(rf'a plane {down} up \(link up\)', timeout=15)
+            poll_row('b to use the plane again', tb, '/softmrc/planes,b', f'b/{down}',
+                     lambda r: r['evs_usable'] > 0)
+            v2 = verified()
+            poll('messages after the plane came back', lambda: verified() > v2,
+                 output=both_output(a, b))
+            # The requester stops first and lets what it sent complete; by
+            # then the responder has checked all of it.
+            a.proc.send_signal(signal.SIGTERM)
+            code_a = a.wait(20)
+            b.proc.send_signal(signal.SIGTERM)
+            code_b = b.wait(20)
+        except Failure as e:
+            raise Failure(str(e) + '\n' + final_output(a, b)) from None
+        finally:
+            a.kill()
+            b.kill()
+    check_done(a, b, code_a, code_b, stop='SIGTERM')
+    out = both_output(a, b)
+    logs = re.findall(r'^softmrcd: t=[\d.]+s a\[.*planes (\d+) .*evs (\d+)/(\d+)\]', a.output(),
+                      re.M)
+    check(('101', '16', '24') in [(p, u, n) for p, u, n in logs],
+          f'a never showed plane {down} out of use (planes 101, evs 16/24)', out)
+
+
+PLANES_C = [{'mac': f'02:00:00:00:0c:{p:02x}', 'ip': f'fd00:0:0:{p}::c'} for p in range(2)]
+
+# (case, change to a's config, the message after "softmrcd: <file>: ", doc template)
+BAD_CONFIGS = [
+    ('ev_mode', lambda c: c['peers'][0].update(ev_mode='stev'),
+     "traffic[0].to: 'b' has ev_mode stev, but 'a' has udp",
+     "'<name>' has ev_mode <mode>, but '<name>' has <mode>"),
+    ('same_address', lambda c: c['peers'][0]['planes'][1].update(ip=plane('a', 1)['ip']),
+     "peers[0].planes[1].ip: 'fd00:0:0:1::a' is also the address of 'a' on this plane",
+     "'<address>' is also the address of '<name>' on this plane"),
+    ('out_of_reach', lambda c: (
+        c['endpoints'].append({'name': 'c', 'planes': PLANES_C}),
+        [p.pop('port') for p in c['endpoints'][0]['planes']],
+        c.update(links=[{'endpoints': ['a', 'c']}])),
+     "traffic[0].to: 'b' is out of reach: 'a' is in links[0], whose planes reach only 'c'",
+     "'<name>' is out of reach: '<name>' is in links[<l>], whose planes reach only '<name>'"),
+    ('regions', lambda c: c.update(limits={'max_regions': 1}),
+     "traffic: needs 2 registered regions on endpoint 'a', above limits.max_regions (1)",
+     "needs <n> registered regions on endpoint '<name>', above limits.max_regions (<m>)"),
+    ('peer_qps', lambda c: (c.update(limits={'max_qps': 3}),
+                            c['peers'].append({'name': 'c', 'planes': PLANES_C}),
+                            c['traffic'].append({'from': 'c', 'to': 'b', 'qps': 2})),
+     "traffic: needs 4 QPs on endpoint 'b', above limits.max_qps (3)",
+     "needs <n> QPs on endpoint '<name>', above limits.max_qps (<m>)"),
+]
+
+
+def case_bad_config(args):
+    """Flows to peers get their own checks, with the messages that
+    docs/configuration.md lists; a flow between two peers is accepted."""
+    with open(os.path.join(args.docs, 'configuration.md')) as f:
+        doc = f.read()
+    traffic = [{'from': 'a', 'to': 'b', 'qps': 2, 'duration_ms': 100}]
+    ports = [f'net_null{p}' for p in range(2)]
+    failures = []
+    for name, change, expected, template in BAD_CONFIGS:
+        d = daemon(args, 'bad_' + name, 'a', ports, traffic)
+        cfg = config('a', ports, traffic)
+        change(cfg)
+        with open(d.cfg_path, 'w') as f:
+            json.dump(cfg, f, indent=1)
+        code, _, err = d.run(timeout=15)
+        want = f'softmrcd: {d.cfg_path}: {expected}'
+        if code != 2 or err.strip() != want:
+            failures.append(f'{name}: exit {code}, stderr {err.strip()!r}, want {want!r}')
+        if template not in doc:
+            failures.append(f'{name}: docs/configuration.md does not list {template!r}')
+    # Accepted: a flow between two peers (another process's; it only counts
+    # for the QPNs). The load passes, and the EAL's single lcore stops it.
+    cfg = config('a', ports, traffic + [{'from': 'c', 'to': 'b'}])
+    cfg['peers'].append({'name': 'c', 'planes': PLANES_C})
+    d = daemon(args, 'peer_flow', 'a', ports, [])
+    with open(d.cfg_path, 'w') as f:
+        json.dump(cfg, f, indent=1)
+    d.cmd[d.cmd.index('--lcores') + 1] = '0'
+    code, _, err = d.run(timeout=30)
+    if code != 2 or 'EAL -l: the main lcore 0 runs the control thread' not in err:
+        failures.append(f'peer_flow: exit {code}, stderr {err.strip()!r}')
+    check(not failures, '\n'.join(failures))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--softmrcd', required=True)
+    p.add_argument('--case', required=True)
+    p.add_argument('--workdir', required=True)
+    p.add_argument('--docs', help='docs/ (bad_config)')
+    args = p.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    try:
+        globals()['case_' + args.case](args)
+    except Skip as e:
+        print(f'SKIP {args.case}: {e}')
+        return SKIP
+    except Failure as e:
+        print(f'FAIL {args.case}: {e}')
+        return 1
+    print(f'ok {args.case}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
