@@ -134,5 +134,21 @@ TEST(EthdevPort, MultiSegmentTxIsRefusedWhereThePmdLacksIt) {
   EXPECT_NE(err.find("cannot send multi-segment packets"), std::string::npos) << err;
 }
 
+// net_tap takes frames of at most 1522 bytes; rte_eth_dev_configure() would
+// only say "Invalid argument".
+TEST(EthdevPort, AnMtuAboveThePortsLargestFrameIsRefusedWithBothSizes) {
+  uint16_t id = 0;
+  std::string err;
+  if (!EthdevPort::attach("net_tap_mtu0,iface=smrcmtu0", &id, &err))
+    GTEST_SKIP() << "no tap device here: " << err;
+  EthdevPortConfig c = small_port();
+  c.mtu = 4244;  // a 4 KiB path MTU's largest frame, less the Ethernet header
+  EthdevPort port;
+  EXPECT_FALSE(port.open(id, c, &err));
+  EXPECT_NE(err.find("MTU 4244 needs frames of 4262 bytes, above the port's maximum of 1522"),
+            std::string::npos)
+      << err;
+}
+
 }  // namespace
 }  // namespace softmrc::port

@@ -84,6 +84,17 @@ bool EthdevPort::open(uint16_t port_id, const EthdevPortConfig& cfg, std::string
              std::to_string(info.max_mtu);
       return false;
     }
+    // What rte_eth_dev_configure() checks, with a message that says so:
+    // net_tap and net_memif, for one, take no frame above 1518 bytes.
+    const uint32_t overhead = info.max_mtu != UINT16_MAX && info.max_rx_pktlen > info.max_mtu
+                                  ? info.max_rx_pktlen - info.max_mtu
+                                  : RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+    if (cfg.mtu + overhead > info.max_rx_pktlen) {
+      *err = name_ + " (" + driver_ + "): MTU " + std::to_string(cfg.mtu) + " needs frames of " +
+             std::to_string(cfg.mtu + overhead) + " bytes, above the port's maximum of " +
+             std::to_string(info.max_rx_pktlen);
+      return false;
+    }
     conf.rxmode.mtu = cfg.mtu;
   }
   if (int ret = rte_eth_dev_configure(port_id, 1, 1, &conf); ret != 0) {
