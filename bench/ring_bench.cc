@@ -21,23 +21,27 @@ static_assert(sizeof(Request) == 64);
 
 constexpr uint32_t kCapacity = 1024;
 
-struct Region {
+// A formatted ring and both of its ends.
+struct Ring {
   struct alignas(kCacheLine) Line {
     unsigned char b[kCacheLine];
   };
   std::vector<Line> lines = std::vector<Line>(ring_bytes(kCapacity, sizeof(Request)) / kCacheLine);
-  Region() { format_ring(lines.data()); }
-  void* at() { return lines.data(); }
+  RingProducer<Request> p;
+  RingConsumer<Request> c;
+  Ring() {
+    format_ring(lines.data());
+    p.attach(lines.data(), kCapacity);
+    c.attach(lines.data(), kCapacity);
+  }
 };
 
 // Enqueue a burst, dequeue it, on one thread.
 void BM_RingBurstSameThread(benchmark::State& state) {
   const auto burst = static_cast<uint32_t>(state.range(0));
-  Region r;
-  RingProducer<Request> p;
-  RingConsumer<Request> c;
-  p.attach(r.at(), kCapacity);
-  c.attach(r.at(), kCapacity);
+  Ring r;
+  RingProducer<Request>& p = r.p;
+  RingConsumer<Request>& c = r.c;
   std::vector<Request> in(burst), out(burst);
   for (auto _ : state) {
     benchmark::DoNotOptimize(p.enqueue_burst(in.data(), burst));
@@ -52,11 +56,9 @@ BENCHMARK(BM_RingBurstSameThread)->Arg(1)->Arg(8)->Arg(32);
 // the other side lets it; the time is per entry through the ring.
 void BM_RingBurstTwoThreads(benchmark::State& state) {
   const auto burst = static_cast<uint32_t>(state.range(0));
-  Region r;
-  RingProducer<Request> p;
-  RingConsumer<Request> c;
-  p.attach(r.at(), kCapacity);
-  c.attach(r.at(), kCapacity);
+  Ring r;
+  RingProducer<Request>& p = r.p;
+  RingConsumer<Request>& c = r.c;
   std::atomic<bool> stop{false};
   std::thread consumer([&] {
     std::vector<Request> out(burst);
