@@ -376,16 +376,18 @@ void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
     return;
   }
 
-  // An RTT sample only from the first transmission of the packet that
-  // triggered this feedback, and only if this feedback acknowledges it.
   const bool ref_in_window = psn_diff(ref, snd_una_) >= 0 && psn_before(ref, snd_nxt_);
   const TxSlot* ref_slot = ref_in_window ? &slot(ref) : nullptr;
-  const bool rtt_candidate = fb.code == wire::NackCode::kNone && ref_slot != nullptr &&
-                             ref_slot->state == TxState::kInFlight && !ref_slot->retransmitted &&
-                             ref_slot->ev == fb.echo_tag;
-  // Feedback on the tail probe's copy itself, not on an older transmission.
-  const bool answers_probe = tlp_psn_ != kNil && ref == tlp_psn_ && ref_slot != nullptr &&
-                             ref_slot->state == TxState::kInFlight && ref_slot->ev == fb.echo_tag;
+  // Feedback on the latest transmission of the packet that triggered it,
+  // not on an older copy.
+  const bool on_latest_copy =
+      ref_slot != nullptr && ref_slot->state == TxState::kInFlight && ref_slot->ev == fb.echo_tag;
+  // An RTT sample only from a first transmission, and only if this feedback
+  // acknowledges it.
+  const bool rtt_candidate =
+      fb.code == wire::NackCode::kNone && on_latest_copy && !ref_slot->retransmitted;
+  // Feedback on the tail probe's copy itself.
+  const bool answers_probe = on_latest_copy && ref == tlp_psn_;
 
   uint32_t acked_bytes = 0;
   bool progress = false;
