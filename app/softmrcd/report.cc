@@ -32,9 +32,17 @@ bool endpoint_arg(Daemon& d, const std::vector<std::string>& args, int* index, s
   return false;
 }
 
-// "[endpoint,]qpn[,first]": the endpoint may be left out when there is one.
-bool qp_args(Daemon& d, const std::vector<std::string>& args, size_t max_args, int* index,
-             uint32_t* qpn, uint32_t* first, std::string* err) {
+const QpStats* find_qp(const EndpointSnapshot& s, uint32_t qpn) {
+  for (uint32_t i = 0; i < s.num_qps; ++i)
+    if (s.qps[i].qpn == qpn) return &s.qps[i];
+  return nullptr;
+}
+
+// The QP that "[endpoint,]qpn[,first]" names in the snapshots (the endpoint
+// may be left out when there is one); nullptr with *err if there is none.
+const QpStats* named_qp(Daemon& d, const std::vector<EndpointSnapshot>& snaps,
+                        const std::vector<std::string>& args, size_t max_args, int* index,
+                        uint32_t* first, std::string* err) {
   std::vector<std::string> rest = args;
   *index = 0;
   if (!rest.empty() && d.find_endpoint(rest[0]) != nullptr) {
@@ -42,14 +50,18 @@ bool qp_args(Daemon& d, const std::vector<std::string>& args, size_t max_args, i
     rest.erase(rest.begin());
   } else if (d.endpoints().size() != 1) {
     *err = "name the endpoint first: <endpoint>,<qpn>";
-    return false;
+    return nullptr;
   }
-  if (rest.empty() || rest.size() > max_args || !parse_u32(rest[0], qpn) ||
+  uint32_t qpn = 0;
+  if (rest.empty() || rest.size() > max_args || !parse_u32(rest[0], &qpn) ||
       (rest.size() > 1 && !parse_u32(rest[1], first))) {
     *err = "expected [<endpoint>,]<qpn>" + std::string(max_args > 1 ? "[,<first>]" : "");
-    return false;
+    return nullptr;
   }
-  return true;
+  const QpStats* q = find_qp(snaps[*index], qpn);
+  if (q == nullptr)
+    *err = "no QP " + std::to_string(qpn) + " on '" + d.endpoints()[*index]->name() + "'";
+  return q;
 }
 
 std::string number_text(double v) {
@@ -60,12 +72,6 @@ std::string number_text(double v) {
 
 std::string plane_row(const std::string& endpoint, size_t plane) {
   return endpoint + "/" + std::to_string(plane);
-}
-
-const QpStats* find_qp(const EndpointSnapshot& s, uint32_t qpn) {
-  for (uint32_t i = 0; i < s.num_qps; ++i)
-    if (s.qps[i].qpn == qpn) return &s.qps[i];
-  return nullptr;
 }
 
 uint64_t sum(const std::array<uint64_t, size_t(engine::RetxCause::kCount)>& a) {
@@ -191,15 +197,11 @@ bool qps_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps,
 bool qp_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps,
                const std::vector<std::string>& args, Report* out, std::string* err) {
   int index = 0;
-  uint32_t qpn = 0, first = 0;
-  if (!qp_args(d, args, 1, &index, &qpn, &first, err)) return false;
-  const QpStats* q = find_qp(snaps[index], qpn);
-  if (q == nullptr) {
-    *err = "no QP " + std::to_string(qpn) + " on '" + d.endpoints()[index]->name() + "'";
-    return false;
-  }
+  uint32_t first = 0;
+  const QpStats* q = named_qp(d, snaps, args, 1, &index, &first, err);
+  if (q == nullptr) return false;
   const engine::QpCounters& c = q->counters;
-  Row r{d.endpoints()[index]->name() + "/" + std::to_string(qpn), {}};
+  Row r{d.endpoints()[index]->name() + "/" + std::to_string(q->qpn), {}};
   qp_summary(r, d, *q);
   r.num("snd_una", q->snd_una);
   r.num("snd_nxt", q->snd_nxt);
@@ -246,14 +248,10 @@ bool qp_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps,
 bool evs_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps,
                 const std::vector<std::string>& args, Report* out, std::string* err) {
   int index = 0;
-  uint32_t qpn = 0, first = 0;
-  if (!qp_args(d, args, 2, &index, &qpn, &first, err)) return false;
+  uint32_t first = 0;
+  const QpStats* q = named_qp(d, snaps, args, 2, &index, &first, err);
+  if (q == nullptr) return false;
   const EndpointSnapshot& s = snaps[index];
-  const QpStats* q = find_qp(s, qpn);
-  if (q == nullptr) {
-    *err = "no QP " + std::to_string(qpn) + " on '" + d.endpoints()[index]->name() + "'";
-    return false;
-  }
   for (uint32_t i = first; i < q->num_evs; ++i) {
     if (out->size() == kReportPage) {
       Row more{"more", {}};
