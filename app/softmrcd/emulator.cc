@@ -111,15 +111,16 @@ const char* EmulatedHop::init(const HopConfig& cfg) {
   priority_.init(cfg.delay_line_packets);
   counters_ = HopCounters{};
   rate_factor_ = 1;
-  blackholed_.clear();
   scratch_.resize(wire::kMaxHeaderLen + wire::kMaxPayload + wire::kIcrcLen);
   return nullptr;
 }
 
-void EmulatedHop::clear() {
+// Frees every frame held; a link going down also counts them as its drops.
+void EmulatedHop::free_held(bool count_link_down) {
   for (Fifo* f : {&data_, &priority_}) {
     while (!f->empty()) {
       rte_pktmbuf_free(f->front().m);
+      if (count_link_down) link_.count_drop(fabric::DropReason::kLinkDown);
       f->pop();
     }
   }
@@ -226,23 +227,8 @@ void EmulatedHop::account_delivered(rte_mbuf** pkts, const uint32_t* payload, ui
 
 void EmulatedHop::set_up(bool up, uint64_t now_ns) {
   if (up == link_.up()) return;
-  if (!up) {
-    for (Fifo* f : {&data_, &priority_}) {
-      while (!f->empty()) {
-        rte_pktmbuf_free(f->front().m);
-        link_.count_drop(fabric::DropReason::kLinkDown);
-        f->pop();
-      }
-    }
-  }
+  if (!up) free_held(true);
   link_.set_up(up, now_ns);
-}
-
-void EmulatedHop::set_ev_blackholed(uint32_t ev, bool on) {
-  link_.set_ev_blackholed(ev, on);
-  const auto it = std::find(blackholed_.begin(), blackholed_.end(), ev);
-  if (on && it == blackholed_.end()) blackholed_.push_back(ev);
-  if (!on && it != blackholed_.end()) blackholed_.erase(it);
 }
 
 void EmulatedHop::set_rate_factor(double f) {
@@ -251,7 +237,7 @@ void EmulatedHop::set_rate_factor(double f) {
 }
 
 HopState EmulatedHop::state() const {
-  return HopState{link_.up(), link_.blackhole(), static_cast<uint32_t>(blackholed_.size()),
+  return HopState{link_.up(), link_.blackhole(), static_cast<uint32_t>(link_.blackholed_ev_count()),
                   link_.loss_rate(), rate_factor_};
 }
 

@@ -96,7 +96,7 @@ class EmulatedHop {
   // nullptr on success, else a reason naming the field.
   const char* init(const HopConfig& cfg);
   // Frees every frame held.
-  void clear();
+  void clear() { free_held(false); }
 
   // Takes ownership of pkts[0, n).
   void admit(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ns);
@@ -122,7 +122,7 @@ class EmulatedHop {
   // Faults. Down loses every frame held.
   void set_up(bool up, uint64_t now_ns);
   void set_blackhole(bool on) { link_.set_blackhole(on); }
-  void set_ev_blackholed(uint32_t ev, bool on);
+  void set_ev_blackholed(uint32_t ev, bool on) { link_.set_ev_blackholed(ev, on); }
   void set_loss(double p) { link_.set_loss_rate(p); }
   void set_rate_factor(double f);
   HopState state() const;
@@ -157,6 +157,7 @@ class EmulatedHop {
 
   void admit_one(rte_mbuf* m, uint64_t now_ns);
   bool trim(rte_mbuf* m);
+  void free_held(bool count_link_down);
   uint16_t take_due(uint64_t now_ns, rte_mbuf** out, uint32_t* payload);
   void account_delivered(rte_mbuf** pkts, const uint32_t* payload, uint16_t sent, uint16_t n);
 
@@ -167,8 +168,7 @@ class EmulatedHop {
   Fifo priority_;
   HopCounters counters_;  // the emulator's part
   double rate_factor_ = 1;
-  std::vector<uint32_t> blackholed_;  // EVs (the model keeps its own list)
-  std::vector<uint8_t> scratch_;      // a chained frame made contiguous for trimming
+  std::vector<uint8_t> scratch_;  // a chained frame made contiguous for trimming
 };
 
 // Delivered payload in fixed time bins over a sliding window, and copies

@@ -136,6 +136,7 @@ class Link {
   void set_blackhole(bool on) { blackhole_ = on; }
   bool blackhole() const { return blackhole_; }
   void set_ev_blackholed(uint32_t ev, bool on);
+  size_t blackholed_ev_count() const { return blackholed_evs_.size(); }
   void set_loss_rate(double p) { loss_rate_ = p; }  // [0, 1]
   double loss_rate() const { return loss_rate_; }
   // Serialise at `factor` times the configured rate, (0, 1].
