@@ -318,17 +318,39 @@ int Daemon::run() {
 
   uint64_t now = started_ns_;
   while (phase() != Phase::kExit) {
-    if (prompt_) {
-      if (!prompt_->poll(kControlTickMs)) request_stop("quit");
-    } else {
-      ::poll(nullptr, 0, static_cast<int>(kControlTickMs));
-    }
+    wait_for_input(kControlTickMs);
     now = clock_.now_ns();
     control_step(now);
   }
   rte_eal_mp_wait_lcore();
+  // Only now: a service's memory may be where the lcores were placing data.
+  for (auto& s : services_) s->close();
   prompt_.reset();
   return summarize(clock_.now_ns());
+}
+
+// One wait of the control thread, on the prompt and every service at once.
+void Daemon::wait_for_input(uint64_t timeout_ms) {
+  fds_.clear();
+  if (prompt_) fds_.push_back(pollfd{prompt_->fd(), POLLIN, 0});
+  service_fds_.clear();
+  for (auto& s : services_) {
+    const size_t before = fds_.size();
+    s->add_fds(&fds_);
+    service_fds_.push_back(fds_.size() - before);
+  }
+  if (::poll(fds_.data(), fds_.size(), static_cast<int>(timeout_ms)) < 0)
+    for (pollfd& p : fds_) p.revents = 0;  // a signal
+  size_t at = 0;
+  if (prompt_) {
+    if ((fds_[0].revents & (POLLIN | POLLHUP)) && !prompt_->on_input()) request_stop("quit");
+    at = 1;
+  }
+  const uint64_t now = clock_.now_ns();
+  for (size_t i = 0; i < services_.size(); ++i) {
+    services_[i]->step(fds_.data() + at, service_fds_[i], now);
+    at += service_fds_[i];
+  }
 }
 
 void Daemon::control_step(uint64_t now) {
@@ -672,6 +694,7 @@ void Daemon::teardown() {
     phase_.store(Phase::kExit, std::memory_order_release);
     rte_eal_mp_wait_lcore();
   }
+  services_.clear();
   bool memif = false;
   for (uint32_t i = 0; i < cfg_.hosted && started_ns_ != 0 && !endpoints_.empty(); ++i)
     for (const PlaneSpec& p : cfg_.endpoints[i].planes)

@@ -17,6 +17,7 @@
 
 #include "softmrcd/clock.h"
 #include "softmrcd/config.h"
+#include "softmrcd/control_service.h"
 #include "softmrcd/endpoint_task.h"
 #include "softmrcd/fabric.h"
 #include "softmrcd/linerate.h"
@@ -54,6 +55,9 @@ class Daemon {
   void request_stop(const char* why);
   void clear_stats();
 
+  // Setup: a service the control thread serves from now on.
+  void add_service(std::unique_ptr<ControlService> s) { services_.push_back(std::move(s)); }
+
   // From the signal handler: only raises a flag.
   static void on_signal(int sig);
 
@@ -68,6 +72,7 @@ class Daemon {
   bool assign_lcores(std::string* err);
   bool setup_traffic(std::string* err);
   bool broadcast(const Command& c);
+  void wait_for_input(uint64_t timeout_ms);
   void control_step(uint64_t now);
   void measure_linerate(uint64_t now);
   void log_status(uint64_t now);
@@ -84,6 +89,9 @@ class Daemon {
   std::vector<std::unique_ptr<Link>> links_;
   std::vector<LcoreRoles> roles_;  // by lcore id
   std::unique_ptr<Prompt> prompt_;
+  std::vector<std::unique_ptr<ControlService>> services_;
+  std::vector<pollfd> fds_;          // one wait's: the prompt's, then each service's
+  std::vector<size_t> service_fds_;  // per service: how many of fds_ are its
   std::unique_ptr<Linerate> linerate_;
   uint64_t linerate_t0_ns_ = 0;  // the measured interval's start (snapshot time)
   uint64_t linerate_packets0_ = 0;

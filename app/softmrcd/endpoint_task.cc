@@ -301,6 +301,10 @@ void EndpointTask::run_commands(uint64_t now) {
         for (Plane& p : planes_) p.counters = PlaneCounters{};
         drops_ = DropCounters{};
         break;
+      case CommandType::kCall:
+        c.call->run(*c.call, *this, now);
+        c.call->done.store(true, std::memory_order_release);
+        break;
     }
   }
   publish(now);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <rte_mbuf.h>
+#include <rte_pause.h>
 #include <rte_ring.h>
 
 #include <atomic>
@@ -40,15 +41,25 @@ enum class Phase : uint8_t {
   kExit,   // lcores return
 };
 
-enum class CommandType : uint8_t { kStart, kStop, kPlaneAdmin, kClearStats };
+enum class CommandType : uint8_t { kStart, kStop, kPlaneAdmin, kClearStats, kCall };
+
+class EndpointTask;
+
+// A function the owning lcore runs for another thread (kCall): the slow path
+// of the application and controller sockets. The caller waits for `done`.
+struct LcoreCall {
+  void (*run)(LcoreCall& self, EndpointTask& task, uint64_t now);
+  std::atomic<bool> done{false};
+};
 
 struct Command {
   CommandType type = CommandType::kStart;
   uint8_t plane = 0;
   bool up = false;
   uint8_t reserved[5] = {};
+  LcoreCall* call = nullptr;  // kCall
 };
-static_assert(sizeof(Command) == 8);
+static_assert(sizeof(Command) == 16);
 
 class EndpointTask {
  public:
@@ -80,8 +91,18 @@ class EndpointTask {
 
   // Any thread.
   bool command(const Command& c);
+  // The control thread, while the lcores run: runs fn(engine, now) on the
+  // owning lcore between two passes and returns once it has run (false: the
+  // command ring is full). The engine is not thread-safe, so every call
+  // into it from another thread goes this way.
+  template <typename Fn>
+  bool call(Fn&& fn);
   Published<EndpointSnapshot>& snapshot() { return snapshot_; }
   bool flushed() const { return flushed_.load(std::memory_order_acquire); }
+
+  // The owning lcore (inside call()): the engine and the framer.
+  engine::Endpoint& engine() { return ep_; }
+  Framer& framer() { return framer_; }
 
   // Fixed after setup.
   const std::string& name() const { return name_; }
@@ -143,5 +164,22 @@ class EndpointTask {
   Published<EndpointSnapshot> snapshot_;
   std::atomic<bool> flushed_{false};
 };
+
+template <typename Fn>
+bool EndpointTask::call(Fn&& fn) {
+  struct Bound : LcoreCall {
+    Fn* fn;
+  };
+  Bound b;
+  b.fn = &fn;
+  b.run = [](LcoreCall& self, EndpointTask& task, uint64_t now) {
+    (*static_cast<Bound&>(self).fn)(task, now);
+  };
+  Command c{.type = CommandType::kCall};
+  c.call = &b;
+  if (!command(c)) return false;
+  while (!b.done.load(std::memory_order_acquire)) rte_pause();
+  return true;
+}
 
 }  // namespace softmrc::softmrcd

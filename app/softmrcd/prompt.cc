@@ -332,10 +332,12 @@ Prompt::~Prompt() {
   g_prompt = nullptr;
 }
 
-bool Prompt::poll(uint64_t timeout_ms) {
+int Prompt::fd() const {
+  return STDIN_FILENO;
+}
+
+bool Prompt::on_input() {
   if (cl_ == nullptr || quit_) return false;
-  pollfd pfd{STDIN_FILENO, POLLIN, 0};
-  if (::poll(&pfd, 1, static_cast<int>(timeout_ms)) <= 0) return true;  // quiet, or a signal
   char buf[256];
   const ssize_t n = ::read(STDIN_FILENO, buf, sizeof(buf));
   if (n <= 0) return false;  // end of input

@@ -1,6 +1,7 @@
 // The interactive prompt (softmrcd -i), on DPDK's cmdline library as in
 // testpmd. It runs on the control thread between its other duties: the
-// daemon calls poll() every few milliseconds. Commands (type 'help'):
+// daemon waits on fd() with its other descriptors and calls on_input()
+// when it is readable. Commands (type 'help'):
 //
 //   show endpoints|ports|planes|qps|drops|stats|links [<endpoint>]
 //   show qp <endpoint> <qpn>          show evs <endpoint> <qpn> [<first>]
@@ -26,9 +27,11 @@ class Prompt {
   Prompt(const Prompt&) = delete;
   Prompt& operator=(const Prompt&) = delete;
 
-  // Waits up to `timeout_ms` for input and runs every complete command;
-  // false after 'quit' or at the end of the input.
-  bool poll(uint64_t timeout_ms);
+  // The descriptor to wait on (standard input).
+  int fd() const;
+  // Reads what is there and runs every complete command; false after
+  // 'quit' or at the end of the input.
+  bool on_input();
 
   // For the command handlers.
   Daemon& daemon() { return d_; }
