@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/number.h"
 #include "fabric/config_node.h"
 #include "simulator.h"
 
@@ -70,15 +71,6 @@ void usage(std::FILE* out) {
       "the results could not be written, 2 for bad arguments or a bad scenario file.\n");
 }
 
-bool parse_uint(const char* s, uint64_t lo, uint64_t hi, uint64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s, &end, 10);
-  if (*s == '\0' || *s == '-' || *end != '\0' || errno != 0 || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
 bool parse_options(int argc, char** argv, Options* o) {
   enum : int {
     kSeed = 256,
@@ -112,15 +104,15 @@ bool parse_options(int argc, char** argv, Options* o) {
     const char* bad = nullptr;
     switch (c) {
       case kSeed:
-        if (!parse_uint(optarg, 0, UINT64_MAX, &o->seed)) bad = "--seed: not an integer >= 0";
+        if (!cli::parse_uint(optarg, 0, UINT64_MAX, &o->seed)) bad = "--seed: not an integer >= 0";
         o->have_seed = true;
         break;
       case kSeeds:
-        if (!parse_uint(optarg, 1, 10'000, &v)) bad = "--seeds: not an integer in 1..10000";
+        if (!cli::parse_uint(optarg, 1, 10'000, &v)) bad = "--seeds: not an integer in 1..10000";
         o->seeds = static_cast<uint32_t>(v);
         break;
       case kJobs:
-        if (!parse_uint(optarg, 1, 256, &v)) bad = "--jobs: not an integer in 1..256";
+        if (!cli::parse_uint(optarg, 1, 256, &v)) bad = "--jobs: not an integer in 1..256";
         o->jobs = static_cast<uint32_t>(v);
         break;
       case kTransport:

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cli/number.h"
+
 #include "fabric/rng.h"
 
 namespace softmrc::softmrcd {
@@ -347,9 +349,8 @@ bool parse_link_change(const std::string& what, const std::string& value,
     }
     e.action = value == "on" ? LinkAction::kBlackholeOn : LinkAction::kBlackholeOff;
   } else if (what == "blackhole_ev" || what == "restore_ev") {
-    char* end = nullptr;
-    const unsigned long ev = std::strtoul(value.c_str(), &end, 10);
-    if (value.empty() || value[0] == '-' || *end != '\0' || ev > 65535) {
+    uint64_t ev = 0;
+    if (!cli::parse_uint(value, 0, 65535, &ev)) {
       *err = "EV '" + value + "' is not a UDP source port 0..65535";
       return false;
     }

@@ -2,10 +2,10 @@
 #include "softmrcd/linerate.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstddef>
-#include <cstdlib>
 #include <cstring>
+
+#include "cli/number.h"
 
 namespace softmrc::softmrcd {
 
@@ -32,10 +32,8 @@ bool parse_linerate(const std::string& arg, LinerateSpec* out, std::string* err)
   const size_t colon = arg.find(':');
   const std::string kind = arg.substr(0, colon);
   if ((kind == "rx" || kind == "tx") && colon != std::string::npos) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long size = std::strtoul(arg.c_str() + colon + 1, &end, 10);
-    if (*end == '\0' && errno == 0 && size >= 1 && size <= wire::kMaxPayload) {
+    uint64_t size = 0;
+    if (cli::parse_uint(std::string_view(arg).substr(colon + 1), 1, wire::kMaxPayload, &size)) {
       out->kind = kind == "rx" ? LinerateKind::kRx : LinerateKind::kTx;
       out->size_bytes = static_cast<uint32_t>(size);
       return true;

@@ -3,9 +3,9 @@
 
 #include <getopt.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
+
+#include "cli/number.h"
 
 namespace softmrc::softmrcd {
 
@@ -67,10 +67,8 @@ bool parse_options(int argc, char** argv, Options* o, std::string* err) {
         o->interactive = true;
         break;
       case kLogInterval: {
-        char* end = nullptr;
-        errno = 0;
-        const long long v = std::strtoll(optarg, &end, 10);
-        if (*optarg == '\0' || *end != '\0' || errno != 0 || v < 0 || v > 3'600'000) {
+        uint64_t v = 0;
+        if (!cli::parse_uint(optarg, 0, 3'600'000, &v)) {
           *err = "--log-interval-ms: '" + std::string(optarg) + "' is not 0..3600000";
           return false;
         }

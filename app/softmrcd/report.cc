@@ -1,9 +1,9 @@
 // Reports on the daemon's state (see report.h).
 #include "softmrcd/report.h"
 
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
+
+#include "cli/number.h"
 
 #include "softmrcd/daemon.h"
 
@@ -12,10 +12,8 @@ namespace softmrc::softmrcd {
 namespace {
 
 bool parse_u32(const std::string& s, uint32_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long v = std::strtoul(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || errno != 0 || v > UINT32_MAX) return false;
+  uint64_t v = 0;
+  if (!cli::parse_uint(s, 0, UINT32_MAX, &v)) return false;
   *out = static_cast<uint32_t>(v);
   return true;
 }
