@@ -1,23 +1,15 @@
-// Reading and validating softmrcd's YAML configuration (see config.h).
-//
-// Every value is read through a Map, which knows the key path for messages
-// and refuses keys it was never asked about (a misspelt key is an error,
-// not a silently ignored default). The first problem ends the load.
+// Reading and validating softmrcd's YAML configuration (see config.h),
+// through the Map of config_reader.h. The first problem ends the load.
 #include "softmrcd/config.h"
 
 #include <arpa/inet.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <set>
-#include <sstream>
+
+#include "softmrcd/config_reader.h"
 
 #include "engine/qp_attr.h"
 #include "wire/headers.h"
@@ -26,143 +18,8 @@ namespace softmrc::softmrcd {
 
 namespace {
 
-// Checked again against the EAL at setup; these only bound the numbers.
-constexpr uint64_t kMaxLcoreId = 1023;
+// Checked again against the EAL at setup; this only bounds the number.
 constexpr uint64_t kMaxMbufCache = 512;  // RTE_MEMPOOL_CACHE_MAX_SIZE
-
-struct ConfigError {
-  std::string key;
-  std::string problem;
-};
-
-[[noreturn]] void fail(const std::string& key, const std::string& problem) {
-  throw ConfigError{key, problem};
-}
-
-std::string quoted(const YAML::Node& n) {
-  return n.IsScalar() ? "'" + n.Scalar() + "'" : std::string("a ") + (n.IsMap() ? "map" : "list");
-}
-
-// A whole number in [lo, hi], decimal or 0x hex.
-uint64_t whole_number(const YAML::Node& v, const std::string& key, uint64_t lo, uint64_t hi) {
-  const std::string s = v.IsScalar() ? v.Scalar() : "";
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long x = std::strtoull(s.c_str(), &end, 0);
-  if (s.empty() || s[0] == '-' || s[0] == '+' || *end != '\0' || errno == ERANGE)
-    fail(key, quoted(v) + " is not a whole number");
-  if (x < lo || x > hi)
-    fail(key,
-         std::to_string(x) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
-  return x;
-}
-
-// A YAML mapping being read, with its key path.
-class Map {
- public:
-  Map(const YAML::Node& node, std::string path) : node_(node), path_(std::move(path)) {
-    if (node_ && !node_.IsNull() && !node_.IsMap()) fail(path_, "must be a map of keys");
-  }
-
-  std::string key(const char* k) const { return path_.empty() ? k : path_ + "." + k; }
-  bool has(const char* k) {
-    seen_.insert(k);
-    return node_ && node_.IsMap() && node_[k] && !node_[k].IsNull();
-  }
-  YAML::Node get(const char* k) {
-    seen_.insert(k);
-    return node_ && node_.IsMap() ? node_[k] : YAML::Node();
-  }
-
-  // Unsigned integer in [lo, hi], decimal or 0x hex; absent leaves *out.
-  template <typename T>
-  void uint(const char* k, uint64_t lo, uint64_t hi, T* out) {
-    if (!has(k)) return;
-    *out = static_cast<T>(whole_number(get(k), key(k), lo, hi));
-  }
-
-  void number(const char* k, double lo, double hi, double* out) {
-    if (!has(k)) return;
-    const YAML::Node v = get(k);
-    const std::string s = v.IsScalar() ? v.Scalar() : "";
-    char* end = nullptr;
-    const double x = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end != '\0' || !std::isfinite(x))
-      fail(key(k), quoted(v) + " is not a number");
-    if (x < lo || x > hi) {
-      std::ostringstream m;
-      m << s << " is out of range " << lo << ".." << hi;
-      fail(key(k), m.str());
-    }
-    *out = x;
-  }
-
-  void boolean(const char* k, bool* out) {
-    if (!has(k)) return;
-    const YAML::Node v = get(k);
-    const std::string s = v.IsScalar() ? v.Scalar() : "";
-    if (s == "true" || s == "yes" || s == "on")
-      *out = true;
-    else if (s == "false" || s == "no" || s == "off")
-      *out = false;
-    else
-      fail(key(k), quoted(v) + " is not true or false");
-  }
-
-  std::string string(const char* k) {
-    if (!has(k)) return "";
-    const YAML::Node v = get(k);
-    if (!v.IsScalar()) fail(key(k), "must be a string, not " + quoted(v));
-    return v.Scalar();
-  }
-
-  std::string required_string(const char* k) {
-    if (!has(k)) fail(key(k), "missing");
-    return string(k);
-  }
-
-  // One of `names`; absent leaves *out.
-  template <typename T>
-  void choice(const char* k, std::initializer_list<std::pair<const char*, T>> names, T* out) {
-    if (!has(k)) return;
-    const std::string s = string(k);
-    std::string list;
-    for (const auto& [name, value] : names) {
-      if (s == name) {
-        *out = value;
-        return;
-      }
-      list += list.empty() ? name : std::string(" or ") + name;
-    }
-    fail(key(k), "'" + s + "' is not " + list);
-  }
-
-  // The list under `k` (absent: empty).
-  YAML::Node list(const char* k) {
-    if (!has(k)) return YAML::Node(YAML::NodeType::Sequence);
-    const YAML::Node v = get(k);
-    if (!v.IsSequence()) fail(key(k), "must be a list");
-    return v;
-  }
-
-  // Every key must have been asked for.
-  void done() const {
-    if (!node_ || !node_.IsMap()) return;
-    for (const auto& kv : node_) {
-      const std::string k = kv.first.Scalar();
-      if (!seen_.count(k)) fail(key(k.c_str()), "unknown key");
-    }
-  }
-
- private:
-  YAML::Node node_;
-  std::string path_;
-  std::set<std::string> seen_;
-};
-
-std::string index_key(const std::string& list, size_t i) {
-  return list + "[" + std::to_string(i) + "]";
-}
 
 bool parse_mac(const std::string& s, wire::MacAddr* out) {
   unsigned b[6];
@@ -285,118 +142,6 @@ uint32_t find_endpoint(const Config& c, const std::string& key, const std::strin
   fail(key, "no endpoint named '" + name + "'");
 }
 
-// The fabric keys of a link, or of one of its planes over the link's.
-void read_plane_fabric(Map& m, PlaneFabricSpec* p) {
-  fabric::LinkConfig& l = p->link;
-  double gbps = static_cast<double>(l.rate_mbps) / 1000;
-  m.number("rate_gbps", 0.001, 10'000, &gbps);
-  l.rate_mbps = static_cast<uint64_t>(std::llround(gbps * 1000));
-  double us = static_cast<double>(l.delay_ns) / 1000;
-  m.number("delay_us", 0, 100'000, &us);
-  l.delay_ns = static_cast<uint64_t>(std::llround(us * 1000));
-  // 0 KiB: no limit (no marking for ecn_kib).
-  const auto kib = [&](const char* k, uint64_t* bytes) {
-    uint64_t n = 0;
-    if (!m.has(k)) return;
-    m.uint(k, 0, 1u << 20, &n);
-    *bytes = n == 0 ? fabric::kUnbounded : n << 10;
-  };
-  kib("buffer_kib", &l.buffer_bytes);
-  kib("ecn_kib", &l.ecn_threshold_bytes);
-  kib("priority_kib", &l.priority_buffer_bytes);
-  m.choice("overflow", {{"drop", fabric::Overflow::kDrop}, {"trim", fabric::Overflow::kTrim}},
-           &l.overflow);
-  m.number("loss", 0, 1, &p->loss);
-  if ((m.has("ecn_kib") || m.has("buffer_kib")) && l.ecn_threshold_bytes != fabric::kUnbounded &&
-      l.buffer_bytes != fabric::kUnbounded && l.ecn_threshold_bytes >= l.buffer_bytes)
-    fail(m.key("ecn_kib"), std::to_string(l.ecn_threshold_bytes >> 10) +
-                               " is not below buffer_kib (" + std::to_string(l.buffer_bytes >> 10) +
-                               "): no packet would be marked");
-}
-
-// Schedule entries: one change each, in time order; `for_ms` adds the
-// change that undoes it.
-void read_schedule(Map& m, const std::vector<PlaneFabricSpec>& planes, uint32_t num_planes,
-                   std::vector<LinkEvent>* out) {
-  const YAML::Node sched = m.list("schedule");
-  std::vector<LinkEvent> undo;
-  uint64_t last_ns = 0;
-  for (size_t i = 0; i < sched.size(); ++i) {
-    const std::string key = index_key(m.key("schedule"), i);
-    Map s(sched[i], key);
-    LinkEvent ev;
-    if (!s.has("at_ms")) fail(s.key("at_ms"), "missing");
-    uint64_t at_ms = 0;
-    s.uint("at_ms", 0, 86'400'000, &at_ms);
-    ev.at_ns = at_ms * 1'000'000;
-    if (ev.at_ns < last_ns) fail(s.key("at_ms"), "is earlier than the event before it");
-    last_ns = ev.at_ns;
-    if (!s.has("plane")) fail(s.key("plane"), "missing");
-    s.uint("plane", 0, num_planes - 1, &ev.plane);
-    const char* change = nullptr;
-    for (const char* k : {"state", "loss", "blackhole", "rate_factor"}) {
-      if (!s.has(k)) continue;
-      if (change != nullptr)
-        fail(key, std::string("has both '") + change + "' and '" + k + "'; one change per event");
-      change = k;
-    }
-    if (change == nullptr) fail(key, "needs one of state, loss, blackhole or rate_factor");
-    const std::string what = change;
-    s.choice("direction",
-             {{"both", LinkDirection::kBoth},
-              {"a_to_b", LinkDirection::kAToB},
-              {"b_to_a", LinkDirection::kBToA}},
-             &ev.direction);
-    if (what == "state" && ev.direction != LinkDirection::kBoth)
-      fail(s.key("direction"), "a plane goes down or up in both directions, as a cable does");
-    if (s.has("evs") && what != "blackhole") fail(s.key("evs"), "only goes with blackhole");
-    LinkEvent back = ev;
-    if (what == "state") {
-      bool up = false;
-      s.choice("state", {{"up", true}, {"down", false}}, &up);
-      ev.action = up ? LinkAction::kUp : LinkAction::kDown;
-      back.action = up ? LinkAction::kDown : LinkAction::kUp;
-    } else if (what == "loss") {
-      s.number("loss", 0, 1, &ev.value);
-      ev.action = back.action = LinkAction::kLoss;
-      back.value = planes[ev.plane].loss;
-    } else if (what == "rate_factor") {
-      s.number("rate_factor", 0.001, 1, &ev.value);
-      ev.action = back.action = LinkAction::kRateFactor;
-      back.value = 1;
-    } else {
-      bool on = false;
-      s.boolean("blackhole", &on);
-      ev.action = on ? LinkAction::kBlackholeOn : LinkAction::kBlackholeOff;
-      back.action = on ? LinkAction::kBlackholeOff : LinkAction::kBlackholeOn;
-    }
-    uint64_t for_ms = 0;
-    s.uint("for_ms", 1, 86'400'000, &for_ms);
-    back.at_ns = ev.at_ns + for_ms * 1'000'000;
-    if (s.has("evs")) {
-      const YAML::Node evs = s.list("evs");
-      if (evs.size() == 0) fail(s.key("evs"), "names no EV");
-      ev.action = ev.action == LinkAction::kBlackholeOn ? LinkAction::kEvBlackholeOn
-                                                        : LinkAction::kEvBlackholeOff;
-      back.action = ev.action == LinkAction::kEvBlackholeOn ? LinkAction::kEvBlackholeOff
-                                                            : LinkAction::kEvBlackholeOn;
-      for (size_t k = 0; k < evs.size(); ++k) {
-        ev.ev = back.ev =
-            static_cast<uint32_t>(whole_number(evs[k], index_key(s.key("evs"), k), 0, 65535));
-        out->push_back(ev);
-        if (for_ms != 0) undo.push_back(back);
-      }
-    } else {
-      out->push_back(ev);
-      if (for_ms != 0) undo.push_back(back);
-    }
-    s.done();
-  }
-  out->insert(out->end(), undo.begin(), undo.end());
-  std::stable_sort(out->begin(), out->end(),
-                   [](const LinkEvent& x, const LinkEvent& y) { return x.at_ns < y.at_ns; });
-}
-
 void read_link(const YAML::Node& node, const std::string& key, Config* c) {
   Map m(node, key);
   LinkSpec l;
@@ -419,25 +164,7 @@ void read_link(const YAML::Node& node, const std::string& key, Config* c) {
     }
   }
   m.uint("lcore", 0, kMaxLcoreId, &l.lcore);
-  PlaneFabricSpec every;
-  read_plane_fabric(m, &every);
-  l.planes.assign(c->num_planes(), every);
-  const YAML::Node planes = m.list("planes");
-  std::vector<bool> configured(c->num_planes(), false);
-  for (size_t i = 0; i < planes.size(); ++i) {
-    Map pm(planes[i], index_key(m.key("planes"), i));
-    if (!pm.has("plane")) fail(pm.key("plane"), "missing");
-    uint32_t plane = 0;
-    pm.uint("plane", 0, c->num_planes() - 1, &plane);
-    if (configured[plane])
-      fail(pm.key("plane"), "plane " + std::to_string(plane) + " is configured twice");
-    configured[plane] = true;
-    read_plane_fabric(pm, &l.planes[plane]);
-    pm.done();
-  }
-  m.uint("delay_line_packets", 16, 65536, &l.delay_line_packets);
-  m.uint("seed", 0, UINT64_MAX, &l.seed);
-  read_schedule(m, l.planes, c->num_planes(), &l.schedule);
+  read_link_fabric(m, c->num_planes(), &l.fabric);
   m.done();
   c->links.push_back(l);
 }
@@ -555,7 +282,7 @@ void check_mbufs(const Config& c) {
   for (uint32_t i = 0; i < c.hosted; ++i) {
     const int link = c.link_of(i);
     const uint64_t per_plane =
-        link >= 0 ? 2 * uint64_t{c.link_ring} + c.links[link].delay_line_packets : c.tx_desc;
+        link >= 0 ? 2 * uint64_t{c.link_ring} + c.links[link].fabric.delay_line_packets : c.tx_desc;
     const uint64_t need = c.num_planes() * per_plane + 2 * c.mbuf_cache + 512;
     if (c.mbufs < need)
       fail("mempool.mbufs",
@@ -569,9 +296,7 @@ void check_mbufs(const Config& c) {
 void read_root(const YAML::Node& root, Config* c) {
   if (!root || root.IsNull()) fail("(file)", "is empty");
   Map m(root, "");
-  m.uint("path_mtu", 256, wire::kMaxPayload, &c->path_mtu);
-  if (!engine::valid_path_mtu(c->path_mtu))
-    fail("path_mtu", std::to_string(c->path_mtu) + " is not 256, 512, 1024, 2048, 4096 or 9000");
+  read_path_mtu(m, &c->path_mtu);
   m.choice("tx_payload", {{"copy", TxPayload::kCopy}, {"extbuf", TxPayload::kExtbuf}},
            &c->tx_payload);
   m.boolean("rx_verify_icrc", &c->rx_verify_icrc);
@@ -735,35 +460,18 @@ uint32_t rx_pool_size(const Config& cfg) {
   return cfg.num_planes() * (uint32_t{cfg.rx_desc} + 64) + 2 * cfg.mbuf_cache + 64;
 }
 
-uint32_t max_frame_bytes(uint32_t path_mtu) {
-  return static_cast<uint32_t>(wire::kMaxHeaderLen) + path_mtu + wire::kIcrcLen;
-}
-
 bool parse_config(const std::string& text, const std::string& name, Config* out, std::string* err) {
   *out = Config{};
   out->path = name;
-  try {
-    read_root(YAML::Load(text), out);
-  } catch (const YAML::Exception& e) {
-    *err = name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-           ": YAML syntax error: " + e.msg;
-    return false;
-  } catch (const ConfigError& e) {
-    *err = name + ": " + e.key + ": " + e.problem;
-    return false;
-  }
-  return true;
+  return read_yaml(
+      text, name, [out](const YAML::Node& root) { read_root(root, out); }, err);
 }
 
 bool load_config(const std::string& path, Config* out, std::string* err) {
-  std::ifstream in(path);
-  if (!in) {
-    *err = path + ": cannot open: " + std::strerror(errno);
-    return false;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_config(text.str(), path, out, err);
+  *out = Config{};
+  out->path = path;
+  return read_yaml_file(
+      path, [out](const YAML::Node& root) { read_root(root, out); }, err);
 }
 
 }  // namespace softmrc::softmrcd

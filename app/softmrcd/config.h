@@ -16,6 +16,7 @@
 #include "engine/cc/congestion_control.h"
 #include "engine/path/ev_set.h"
 #include "fabric/link.h"
+#include "wire/headers.h"
 #include "wire/packet.h"
 
 namespace softmrc::softmrcd {
@@ -114,16 +115,23 @@ struct LinkEvent {
   double value = 0;
 };
 
+// How a link behaves: per plane its queue and wire, and the changes due
+// over time. softmrcd's in-process links and smrc-fabric's links read the
+// same keys (config_reader.h).
+struct LinkFabricSpec {
+  std::vector<PlaneFabricSpec> planes;  // per plane
+  uint32_t delay_line_packets = 512;    // per plane and direction
+  uint64_t seed = 1;                    // of the loss draws
+  std::vector<LinkEvent> schedule;      // sorted by time
+};
+
 // Two hosted endpoints whose plane N ports are joined through the
 // in-process fabric (net_ring pairs and the fabric emulator).
 struct LinkSpec {
   uint32_t a = 0;  // endpoint indexes
   uint32_t b = 0;
-  int lcore = kAnyLcore;                // the fabric's forwarding step; default: a's lcore
-  std::vector<PlaneFabricSpec> planes;  // per plane
-  uint32_t delay_line_packets = 512;    // per plane and direction
-  uint64_t seed = 1;                    // of the loss draws
-  std::vector<LinkEvent> schedule;      // sorted by time
+  int lcore = kAnyLcore;  // the fabric's forwarding step; default: a's lcore
+  LinkFabricSpec fabric;
 };
 
 enum class TrafficOp : uint8_t { kWrite, kWimm };
@@ -182,7 +190,9 @@ std::vector<engine::EvEntry> ev_entries(const EvProfileSpec& p, uint32_t num_pla
 uint32_t rx_pool_size(const Config& cfg);
 
 // Bytes of the largest frame the daemon builds or accepts for `path_mtu`.
-uint32_t max_frame_bytes(uint32_t path_mtu);
+inline uint32_t max_frame_bytes(uint32_t path_mtu) {
+  return static_cast<uint32_t>(wire::kMaxHeaderLen) + path_mtu + wire::kIcrcLen;
+}
 
 // Reads and validates a file. On failure *err is "<file>: <key>: <problem>"
 // (or "<file>:<line>:<column>: ..." for YAML syntax errors).

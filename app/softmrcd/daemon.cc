@@ -42,10 +42,6 @@ constexpr uint64_t kMaxLingerNs = 2'000'000'000;
 // polling before we close.
 constexpr uint64_t kMemifCloseDelayNs = 250'000'000;
 
-double gbps(uint64_t bytes, uint64_t ns) {
-  return ns == 0 ? 0.0 : bytes * 8.0 / static_cast<double>(ns);
-}
-
 // " (3.5 base RTTs of 227.8 us)", or nothing without a base RTT.
 std::string in_rtts(uint64_t ns, double rtt_ns, bool with_rtt) {
   if (rtt_ns == 0) return "";
@@ -91,7 +87,7 @@ bool Daemon::setup(const Config& cfg, const Options& opt, std::string* err) {
   log_interval_ns_ = log_ms * 1'000'000;
 
   for (uint32_t i = 0; i < cfg_.links.size(); ++i) {
-    links_.push_back(std::make_unique<Link>());
+    links_.push_back(std::make_unique<Link>("softmrcd"));
     if (!links_.back()->create(cfg_, i, err)) return false;
   }
   for (uint32_t i = 0; i < cfg_.hosted; ++i) {
@@ -474,89 +470,12 @@ void Daemon::log_status(uint64_t now) {
     LinkSnapshot s;
     links_[l]->snapshot().read([&](const LinkSnapshot& x) { s = x; });
     std::printf("softmrcd: t=%.3fs link %zu: %s\n", now / 1e9, l,
-                link_line(s, last_link_log_[l], dt).c_str());
+                link_status(s, last_link_log_[l], dt).c_str());
     last_link_log_[l] = std::move(s);
   }
   std::fflush(stdout);
   last_log_ = snaps;
   last_log_ns_ = now;
-}
-
-// Per plane over the interval: the rate it carried (both directions), the
-// faults in force, and what it trimmed, marked and dropped.
-std::string Daemon::link_line(const LinkSnapshot& s, const LinkSnapshot& before, uint64_t dt) {
-  std::string line;
-  char buf[96];
-  for (size_t p = 0; p * 2 < s.hops.size(); ++p) {
-    uint64_t carried = 0, trims = 0, ce = 0, drops = 0;
-    bool blackhole = false;
-    double loss = 0, rate_factor = 1;
-    for (size_t h = p * 2; h < p * 2 + 2; ++h) {
-      carried += s.hops[h].bytes - before.hops[h].bytes;
-      trims += s.hops[h].trims - before.hops[h].trims;
-      ce += s.hops[h].ce_marks - before.hops[h].ce_marks;
-      drops += s.hops[h].total_drops() - before.hops[h].total_drops();
-      blackhole = blackhole || s.states[h].blackhole || s.states[h].blackholed_evs != 0;
-      loss = std::max(loss, s.states[h].loss);
-      rate_factor = std::min(rate_factor, s.states[h].rate_factor);
-    }
-    if (!line.empty()) line += " | ";
-    if (!(s.up_mask >> p & 1)) {
-      std::snprintf(buf, sizeof(buf), "p%zu down", p);
-      line += buf;
-      continue;
-    }
-    std::snprintf(buf, sizeof(buf), "p%zu %.2f Gb/s", p, gbps(carried, dt));
-    line += buf;
-    const auto count = [&](const char* what, uint64_t n) {
-      if (n == 0) return;
-      std::snprintf(buf, sizeof(buf), " %s %" PRIu64, what, n);
-      line += buf;
-    };
-    count("trims", trims);
-    count("ce", ce);
-    count("drops", drops);
-    if (blackhole) line += " blackhole";
-    if (loss > 0) {
-      std::snprintf(buf, sizeof(buf), " loss %g", loss);
-      line += buf;
-    }
-    if (rate_factor < 1) {
-      std::snprintf(buf, sizeof(buf), " rate x%g", rate_factor);
-      line += buf;
-    }
-  }
-  return line;
-}
-
-// What a link did over the run: delivered, marked, trimmed, dropped by
-// reason (those that happened).
-void Daemon::log_link_totals(Link& l) {
-  LinkSnapshot s;
-  l.snapshot().read([&](const LinkSnapshot& x) { s = x; });
-  HopCounters t;
-  for (const HopCounters& h : s.hops) {
-    t.packets += h.packets;
-    t.payload_bytes += h.payload_bytes;
-    t.trims += h.trims;
-    t.ce_marks += h.ce_marks;
-    for (size_t i = 0; i < t.drops.size(); ++i) t.drops[i] += h.drops[i];
-    for (size_t i = 0; i < t.hop_drops.size(); ++i) t.hop_drops[i] += h.hop_drops[i];
-  }
-  std::string reasons;
-  const auto reason = [&](const char* name, uint64_t n) {
-    if (n == 0) return;
-    reasons += (reasons.empty() ? " (" : ", ") + std::string(name) + " " + std::to_string(n);
-  };
-  for (size_t i = 1; i < t.drops.size(); ++i)
-    reason(fabric::drop_reason_name(fabric::DropReason(i)), t.drops[i]);
-  for (size_t i = 0; i < t.hop_drops.size(); ++i) reason(hop_drop_name(HopDrop(i)), t.hop_drops[i]);
-  if (!reasons.empty()) reasons += ")";
-  std::printf("softmrcd: link %u: delivered %" PRIu64
-              " packets (%.1f MiB of payload), trimmed %" PRIu64 ", CE-marked %" PRIu64
-              ", dropped %" PRIu64 "%s\n",
-              l.index(), t.packets, t.payload_bytes / 1048576.0, t.trims, t.ce_marks,
-              t.total_drops(), reasons.c_str());
 }
 
 // How goodput came through each plane failure of each link: the payload
@@ -652,7 +571,11 @@ int Daemon::summarize(uint64_t now) {
                 endpoints_[i]->name().c_str(), c.tx_packets, c.tx_extbuf, c.rx_packets,
                 snaps[i].drops.total(), retransmits(snaps[i]));
   }
-  for (auto& l : links_) log_link_totals(*l);
+  for (auto& l : links_) {
+    LinkSnapshot s;
+    l->snapshot().read([&](const LinkSnapshot& x) { s = x; });
+    std::printf("softmrcd: link %u: %s\n", l->index(), hop_totals(sum_hops(s.hops)).c_str());
+  }
   if (cfg_.traffic.empty()) return 0;
   std::printf("softmrcd: txgen: %" PRIu64 " messages posted, %" PRIu64 " completed, %" PRIu64
               " verified (%.1f MiB, every byte checked), %" PRIu64 " mismatches, %" PRIu64

@@ -76,8 +76,6 @@ class Daemon {
   void control_step(uint64_t now);
   void measure_linerate(uint64_t now);
   void log_status(uint64_t now);
-  static std::string link_line(const LinkSnapshot& s, const LinkSnapshot& before, uint64_t dt);
-  void log_link_totals(Link& l);
   void report_recoveries(const std::vector<EndpointSnapshot>& snaps);
   int summarize(uint64_t now);
 

@@ -5,6 +5,7 @@
 #include <rte_ethdev.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 
@@ -57,16 +58,17 @@ bool parse_double(const std::string& s, double lo, double hi, double* out) {
 }  // namespace
 
 bool Link::create(const Config& cfg, uint32_t index, std::string* err) {
-  spec_ = cfg.links[index];
+  const LinkSpec& spec = cfg.links[index];
+  spec_ = spec.fabric;
+  ends_[0] = spec.a;
+  ends_[1] = spec.b;
   index_ = index;
   num_planes_ = cfg.num_planes();
   path_mtu_ = cfg.path_mtu;
-  lcore_ = spec_.lcore;
-  snapshot_interval_ns_ = cfg.snapshot_ms * 1'000'000;
+  lcore_ = spec.lcore;
   const std::string key = "links[" + std::to_string(index) + "]";
-  hops_ = std::vector<Hop>(size_t{num_planes_} * 2);
-  rte_ring* rx[2][engine::kMaxPlanes];
-  rte_ring* tx[2][engine::kMaxPlanes];
+  HopEnd rx[2][engine::kMaxPlanes];
+  HopEnd tx[2][engine::kMaxPlanes];
   for (int side = 0; side < 2; ++side) {
     const std::string& ep = cfg.endpoints[endpoint(side)].name;
     for (uint32_t p = 0; p < num_planes_; ++p) {
@@ -80,11 +82,11 @@ bool Link::create(const Config& cfg, uint32_t index, std::string* err) {
           return false;
         }
         rings_.push_back(r);
-        (dir == 0 ? rx : tx)[side][p] = r;
+        (dir == 0 ? rx : tx)[side][p].ring = r;
       }
       const std::string port_name = "ring_" + ep + "_p" + std::to_string(p);
-      const int port =
-          rte_eth_from_rings(port_name.c_str(), &rx[side][p], 1, &tx[side][p], 1, SOCKET_ID_ANY);
+      const int port = rte_eth_from_rings(port_name.c_str(), &rx[side][p].ring, 1,
+                                          &tx[side][p].ring, 1, SOCKET_ID_ANY);
       if (port < 0) {
         *err = key + ": cannot create port " + port_name + ": " + rte_strerror(rte_errno);
         return false;
@@ -92,11 +94,44 @@ bool Link::create(const Config& cfg, uint32_t index, std::string* err) {
       ports_[side].push_back(static_cast<uint16_t>(port));
     }
   }
-  const std::string req_name = "smrcd_l" + std::to_string(index) + "_req";
+  if (!init(rx, tx, cfg.snapshot_ms, err)) {
+    *err = key + *err;
+    return false;
+  }
+  return true;
+}
+
+// A port's queue 0 is both ends: the hop out of its side receives from it,
+// the hop into its side sends to it.
+bool Link::join(uint32_t index, const LinkFabricSpec& spec, const std::vector<uint16_t> (&ports)[2],
+                int lcore, uint32_t path_mtu, uint64_t snapshot_ms, std::string* err) {
+  spec_ = spec;
+  index_ = index;
+  num_planes_ = static_cast<uint32_t>(spec.planes.size());
+  path_mtu_ = path_mtu;
+  lcore_ = lcore;
+  HopEnd ends[2][engine::kMaxPlanes];
+  for (int side = 0; side < 2; ++side) {
+    ports_[side] = ports[side];
+    for (uint32_t p = 0; p < num_planes_; ++p) ends[side][p].port = ports[side][p];
+  }
+  if (!init(ends, ends, snapshot_ms, err)) {
+    *err = "links[" + std::to_string(index) + "]" + *err;
+    return false;
+  }
+  return true;
+}
+
+// rx[side][p] is where side's plane p receives, tx[side][p] where it sends.
+bool Link::init(const HopEnd (&rx)[2][engine::kMaxPlanes],
+                const HopEnd (&tx)[2][engine::kMaxPlanes], uint64_t snapshot_ms, std::string* err) {
+  snapshot_interval_ns_ = snapshot_ms * 1'000'000;
+  hops_ = std::vector<Hop>(size_t{num_planes_} * 2);
+  const std::string req_name = "smrcd_l" + std::to_string(index_) + "_req";
   requests_ = rte_ring_create_elem(req_name.c_str(), sizeof(LinkEvent), kRequestSlots,
                                    SOCKET_ID_ANY, RING_F_SC_DEQ);
   if (requests_ == nullptr) {
-    *err = key + ": cannot create ring " + req_name + ": " + rte_strerror(rte_errno);
+    *err = ": cannot create ring " + req_name + ": " + rte_strerror(rte_errno);
     return false;
   }
   uint64_t min_rtt_ns = UINT64_MAX;
@@ -110,9 +145,9 @@ bool Link::create(const Config& cfg, uint32_t index, std::string* err) {
       hc.link = spec_.planes[p].link;
       hc.loss = spec_.planes[p].loss;
       hc.delay_line_packets = spec_.delay_line_packets;
-      hc.seed = fabric::mix64(spec_.seed ^ (uint64_t{index} << 32 | p << 1 | dir));
+      hc.seed = fabric::mix64(spec_.seed ^ (uint64_t{index_} << 32 | p << 1 | dir));
       if (const char* why = hops_[p * 2 + dir].emu.init(hc)) {
-        *err = key + ".planes: " + why;
+        *err = std::string(".planes: ") + why;
         return false;
       }
     }
@@ -130,8 +165,9 @@ bool Link::create(const Config& cfg, uint32_t index, std::string* err) {
   return true;
 }
 
-// The ring ports are closed with the endpoints' ports; the rings and the
-// frames the hops hold go here, before the pools they came from.
+// The ports are closed by their owners (the endpoints', smrc-fabric); the
+// rings and the frames the hops hold go here, before the pools they came
+// from.
 void Link::destroy() {
   for (Hop& h : hops_) h.emu.clear();
   for (rte_ring* r : rings_) {
@@ -173,15 +209,17 @@ double Link::capacity_mbps(uint32_t plane) const {
 }
 
 // A plane that goes down takes both ports' links down with it, so the
-// endpoints learn it as they would from a NIC.
-void Link::set_plane_up(uint32_t plane, bool up, uint64_t now_ns) {
+// endpoints learn it as they would from a NIC; a PMD that cannot (memif)
+// keeps its link up, and the plane only drops everything. False then.
+bool Link::set_plane_up(uint32_t plane, bool up, uint64_t now_ns) {
+  bool links_follow = true;
   for (int side = 0; side < 2; ++side) {
-    if (up)
-      rte_eth_dev_set_link_up(ports_[side][plane]);
-    else
-      rte_eth_dev_set_link_down(ports_[side][plane]);
+    const int ret = up ? rte_eth_dev_set_link_up(ports_[side][plane])
+                       : rte_eth_dev_set_link_down(ports_[side][plane]);
+    links_follow = links_follow && ret == 0;
   }
   for (uint32_t dir = 0; dir < 2; ++dir) hops_[plane * 2 + dir].emu.set_up(up, now_ns);
+  return links_follow;
 }
 
 void Link::apply(const LinkEvent& e, uint64_t now_ns) {
@@ -194,10 +232,11 @@ void Link::apply(const LinkEvent& e, uint64_t now_ns) {
     capacity += capacity_mbps(p);
   }
   if (capacity > 0) fault.surviving_share = 1 - capacity_mbps(e.plane) / capacity;
+  bool links_follow = true;
   if (e.action == LinkAction::kDown || e.action == LinkAction::kUp) {
     const bool up = e.action == LinkAction::kUp;
     if (hops_[e.plane * 2].emu.state().up == up) return;
-    set_plane_up(e.plane, up, now_ns);
+    links_follow = set_plane_up(e.plane, up, now_ns) || up;
   }
   for (uint32_t dir = 0; dir < 2; ++dir) {
     if ((e.direction == LinkDirection::kAToB && dir == 1) ||
@@ -228,8 +267,8 @@ void Link::apply(const LinkEvent& e, uint64_t now_ns) {
   if (was_in_service && !in_service(e.plane) &&
       trace_.mark(now_ns, static_cast<uint32_t>(faults_.size())))
     faults_.push_back(fault);
-  std::printf("softmrcd: t=%.3fs link %u plane %u %s\n", now_ns / 1e9, index_, e.plane,
-              describe(e).c_str());
+  std::printf("%s: t=%.3fs link %u plane %u %s%s\n", program_, now_ns / 1e9, index_, e.plane,
+              describe(e).c_str(), links_follow ? "" : " (the ports' links stay up)");
   std::fflush(stdout);
 }
 
@@ -244,14 +283,18 @@ void Link::poll(uint64_t now_ns) {
   uint64_t payload = 0;
   for (Hop& hop : hops_) {
     for (int b = 0; b < kMaxBurstsPerPass; ++b) {
-      const unsigned n =
-          rte_ring_dequeue_burst(hop.from, reinterpret_cast<void**>(pkts), kBurst, nullptr);
-      hop.emu.admit(pkts, static_cast<uint16_t>(n), now_ns);
+      const uint16_t n = hop.from.ring != nullptr
+                             ? static_cast<uint16_t>(rte_ring_dequeue_burst(
+                                   hop.from.ring, reinterpret_cast<void**>(pkts), kBurst, nullptr))
+                             : rte_eth_rx_burst(hop.from.port, 0, pkts, kBurst);
+      hop.emu.admit(pkts, n, now_ns);
       if (n < kBurst) break;
     }
-    hop.emu.deliver(now_ns, [&hop](rte_mbuf** p, uint16_t n) {
-      return static_cast<uint16_t>(
-          rte_ring_enqueue_burst(hop.to, reinterpret_cast<void**>(p), n, nullptr));
+    const HopEnd to = hop.to;
+    hop.emu.deliver(now_ns, [to](rte_mbuf** p, uint16_t n) {
+      return to.ring != nullptr ? static_cast<uint16_t>(rte_ring_enqueue_burst(
+                                      to.ring, reinterpret_cast<void**>(p), n, nullptr))
+                                : rte_eth_tx_burst(to.port, 0, p, n);
     });
     payload += hop.emu.payload_bytes();
   }
@@ -362,6 +405,151 @@ bool parse_link_change(const std::string& what, const std::string& value,
   }
   *out = e;
   return true;
+}
+
+void link_rows(Link& l, Report* out) {
+  LinkSnapshot s;
+  l.snapshot().read([&](const LinkSnapshot& x) { s = x; });
+  for (uint32_t p = 0; p < l.num_planes(); ++p) {
+    Row r{"link" + std::to_string(l.index()) + "/" + std::to_string(p), {}};
+    r.num("up", s.up_mask >> p & 1);
+    r.num("base_rtt_ns", l.base_rtt_ns(p));
+    for (int dir = 0; dir < 2; ++dir) {
+      const HopCounters& h = s.hops[p * 2 + dir];
+      const HopState& st = s.states[p * 2 + dir];
+      const std::string k = dir == 0 ? "a_to_b_" : "b_to_a_";
+      r.num(k + "packets", h.packets);
+      r.num(k + "bytes", h.bytes);
+      r.num(k + "payload_bytes", h.payload_bytes);
+      r.num(k + "ce_marks", h.ce_marks);
+      r.num(k + "trims", h.trims);
+      r.num(k + "drops", h.total_drops());
+      for (size_t i = 1; i < h.drops.size(); ++i) {
+        if (fabric::DropReason(i) == fabric::DropReason::kNoRoute) continue;  // no routing here
+        r.num(k + "drop_" + fabric::drop_reason_name(fabric::DropReason(i)), h.drops[i]);
+      }
+      for (size_t i = 0; i < h.hop_drops.size(); ++i)
+        r.num(k + "drop_" + hop_drop_name(HopDrop(i)), h.hop_drops[i]);
+      r.num(k + "max_delay_line", h.max_held_packets);
+      r.num(k + "max_backlog_bytes", h.max_backlog_bytes);
+      r.text(k + "loss", number_text(st.loss));
+      r.num(k + "blackhole", st.blackhole);
+      r.num(k + "blackholed_evs", st.blackholed_evs);
+      r.text(k + "rate_factor", number_text(st.rate_factor));
+    }
+    out->push_back(std::move(r));
+  }
+}
+
+bool request_link_change(const std::vector<std::unique_ptr<Link>>& links,
+                         const std::vector<std::string>& args, Report* out, std::string* err) {
+  uint32_t link = 0, plane = 0;
+  if (args.size() < 4 || args.size() > 5 || !parse_u32(args[0], &link) ||
+      !parse_u32(args[1], &plane)) {
+    *err = "expected <link>,<plane>,<what>,<value>[,<direction>]";
+    return false;
+  }
+  if (link >= links.size()) {
+    *err = "no link " + args[0] + " (there are " + std::to_string(links.size()) + ")";
+    return false;
+  }
+  Link& l = *links[link];
+  if (plane >= l.num_planes()) {
+    *err = "no plane " + args[1] + " (planes are 0.." + std::to_string(l.num_planes() - 1) + ")";
+    return false;
+  }
+  LinkEvent e;
+  if (!parse_link_change(args[2], args[3], args.size() == 5 ? args[4] : "", &e, err)) return false;
+  e.plane = static_cast<uint8_t>(plane);
+  if (!l.request(e)) {
+    *err = "link " + args[0] + " has too many changes waiting";
+    return false;
+  }
+  out->clear();
+  Row r{"link" + args[0] + "/" + args[1], {}};
+  r.text("requested", describe(e));
+  out->push_back(std::move(r));
+  return true;
+}
+
+// Per plane over the interval: the rate it carried (both directions), the
+// faults in force, and what it trimmed, marked and dropped.
+std::string link_status(const LinkSnapshot& s, const LinkSnapshot& before, uint64_t dt) {
+  std::string line;
+  char buf[96];
+  for (size_t p = 0; p * 2 < s.hops.size(); ++p) {
+    uint64_t carried = 0, trims = 0, ce = 0, drops = 0;
+    bool blackhole = false;
+    double loss = 0, rate_factor = 1;
+    for (size_t h = p * 2; h < p * 2 + 2; ++h) {
+      carried += s.hops[h].bytes - before.hops[h].bytes;
+      trims += s.hops[h].trims - before.hops[h].trims;
+      ce += s.hops[h].ce_marks - before.hops[h].ce_marks;
+      drops += s.hops[h].total_drops() - before.hops[h].total_drops();
+      blackhole = blackhole || s.states[h].blackhole || s.states[h].blackholed_evs != 0;
+      loss = std::max(loss, s.states[h].loss);
+      rate_factor = std::min(rate_factor, s.states[h].rate_factor);
+    }
+    if (!line.empty()) line += " | ";
+    if (!(s.up_mask >> p & 1)) {
+      std::snprintf(buf, sizeof(buf), "p%zu down", p);
+      line += buf;
+      continue;
+    }
+    std::snprintf(buf, sizeof(buf), "p%zu %.2f Gb/s", p, gbps(carried, dt));
+    line += buf;
+    const auto count = [&](const char* what, uint64_t n) {
+      if (n == 0) return;
+      std::snprintf(buf, sizeof(buf), " %s %" PRIu64, what, n);
+      line += buf;
+    };
+    count("trims", trims);
+    count("ce", ce);
+    count("drops", drops);
+    if (blackhole) line += " blackhole";
+    if (loss > 0) {
+      std::snprintf(buf, sizeof(buf), " loss %g", loss);
+      line += buf;
+    }
+    if (rate_factor < 1) {
+      std::snprintf(buf, sizeof(buf), " rate x%g", rate_factor);
+      line += buf;
+    }
+  }
+  return line;
+}
+
+HopCounters sum_hops(const std::vector<HopCounters>& hops) {
+  HopCounters t;
+  for (const HopCounters& h : hops) {
+    t.packets += h.packets;
+    t.bytes += h.bytes;
+    t.payload_bytes += h.payload_bytes;
+    t.trims += h.trims;
+    t.ce_marks += h.ce_marks;
+    for (size_t i = 0; i < t.drops.size(); ++i) t.drops[i] += h.drops[i];
+    for (size_t i = 0; i < t.hop_drops.size(); ++i) t.hop_drops[i] += h.hop_drops[i];
+  }
+  return t;
+}
+
+// Drop reasons only where they happened.
+std::string hop_totals(const HopCounters& c) {
+  std::string reasons;
+  const auto reason = [&](const char* name, uint64_t n) {
+    if (n == 0) return;
+    reasons += (reasons.empty() ? " (" : ", ") + std::string(name) + " " + std::to_string(n);
+  };
+  for (size_t i = 1; i < c.drops.size(); ++i)
+    reason(fabric::drop_reason_name(fabric::DropReason(i)), c.drops[i]);
+  for (size_t i = 0; i < c.hop_drops.size(); ++i) reason(hop_drop_name(HopDrop(i)), c.hop_drops[i]);
+  if (!reasons.empty()) reasons += ")";
+  char buf[160];
+  std::snprintf(buf, sizeof(buf),
+                "delivered %" PRIu64 " packets (%.1f MiB of payload), trimmed %" PRIu64
+                ", CE-marked %" PRIu64 ", dropped %" PRIu64,
+                c.packets, c.payload_bytes / 1048576.0, c.trims, c.ce_marks, c.total_drops());
+  return buf + reasons;
 }
 
 }  // namespace softmrc::softmrcd

@@ -1,39 +1,47 @@
-// The in-process fabric: a link joins the plane-N ports of two hosted
-// endpoints. Each port is a net_ring ethdev (rte_eth_from_rings) with its
-// own RX and TX ring, and the fabric role, on some lcore, moves what one
-// endpoint's port sent (its TX ring) to the peer's port (its RX ring)
-// through the fabric emulator (emulator.h), one EmulatedHop per plane and
-// direction:
+// The emulated fabric: a link joins, plane by plane, two sides a and b,
+// and the fabric role, on some lcore, moves what one side sent to the
+// other through the fabric emulator (emulator.h), one EmulatedHop per
+// plane and direction. A link is either
 //
-//   endpoint a, plane p: port TX ring --hop (p, a->b)--> port RX ring of b
-//   endpoint b, plane p: port TX ring --hop (p, b->a)--> port RX ring of a
+//   in-process (softmrcd, create()): the plane-N ports of two hosted
+//   endpoints are net_ring ethdevs (rte_eth_from_rings), each with its own
+//   RX and TX ring, and the hops move frames between the rings directly:
+//     endpoint a, plane p: port TX ring --hop (p, a->b)--> port RX ring of b
+//     endpoint b, plane p: port TX ring --hop (p, b->a)--> port RX ring of a
+//   or standalone (smrc-fabric, join()): any two ethdev ports per plane
+//   (net_memif servers that endpoints in other processes connect to,
+//   net_tap, ...), which the hops receive from and send to themselves:
+//     side a, plane p: port RX --hop (p, a->b)--> port TX of side b
 //
 // Each hop has the plane's rate, delay, buffer, ECN threshold, overflow
 // policy and loss (links[].planes), and takes changes from the link's
 // schedule and from operators: a plane down (both hops drop everything
-// and both ports' links go down, as a cut cable would), loss, blackholes
-// of the plane or of chosen EVs, a rate factor.
+// and both ports' links go down, as a cut cable would, where the PMD can
+// take a link down: net_ring and net_tap can, net_memif cannot), loss,
+// blackholes of the plane or of chosen EVs, a rate factor.
 //
 // The payload the link delivers is kept in bins of about half a base RTT;
 // when a plane fails, the bins around it are captured, and the daemon's
 // summary measures how goodput came through (measure_recovery()).
 //
-// Threads: create()/destroy() on the control thread; poll() on the link's
-// lcore; request() from any thread (it only queues the change for poll());
-// stats through a Published snapshot; finish() and trace() once the lcores
-// have stopped.
+// Threads: create()/join()/destroy() on the control thread; poll() on the
+// link's lcore; request() from any thread (it only queues the change for
+// poll()); stats through a Published snapshot; finish() and trace() once
+// the lcores have stopped.
 #pragma once
 
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "softmrcd/config.h"
 #include "softmrcd/emulator.h"
 #include "softmrcd/published.h"
+#include "softmrcd/report.h"
 #include "softmrcd/stats.h"
 
 namespace softmrc::softmrcd {
@@ -49,13 +57,23 @@ struct PlaneFault {
 
 class Link {
  public:
-  // Creates the rings, ring ports and hops of link `index` of `cfg`.
+  // `program` names the log lines ("softmrcd", "smrc-fabric").
+  explicit Link(const char* program) : program_(program) {}
+
+  // In-process: creates the rings, ring ports and hops of link `index` of
+  // `cfg`, between two hosted endpoints.
   bool create(const Config& cfg, uint32_t index, std::string* err);
+  // Standalone: joins ports[0][p] (side a) and ports[1][p] (side b) for
+  // every plane p, ports that the caller opened and started (and closes,
+  // after destroy()). `lcore` is the caller's choice of lcore.
+  bool join(uint32_t index, const LinkFabricSpec& spec, const std::vector<uint16_t> (&ports)[2],
+            int lcore, uint32_t path_mtu, uint64_t snapshot_ms, std::string* err);
   void destroy();
 
-  // The port of endpoint side 0 (a) or 1 (b) on `plane`.
+  // The port of side 0 (a) or 1 (b) on `plane`.
   uint16_t port(int side, uint32_t plane) const { return ports_[side][plane]; }
-  uint32_t endpoint(int side) const { return side == 0 ? spec_.a : spec_.b; }
+  // In-process: the endpoint of side 0 (a) or 1 (b).
+  uint32_t endpoint(int side) const { return ends_[side]; }
   int lcore() const { return lcore_; }
   void set_lcore(int lcore) { lcore_ = lcore; }
   uint32_t index() const { return index_; }
@@ -85,19 +103,32 @@ class Link {
  private:
   static constexpr uint16_t kBurst = 32;
 
+  // Where a hop takes frames from or hands them to: a ring of an
+  // in-process link (read and written directly, behind the ring port its
+  // endpoint polls), or else queue 0 of a port.
+  struct HopEnd {
+    rte_ring* ring = nullptr;
+    uint16_t port = 0;
+  };
+
   struct Hop {
-    rte_ring* from = nullptr;  // the sender's TX ring
-    rte_ring* to = nullptr;    // the receiver's RX ring
+    HopEnd from;  // the sender's TX ring, or the sending side's port
+    HopEnd to;    // the receiver's RX ring, or the receiving side's port
     EmulatedHop emu;
   };
 
+  // The hops, goodput trace and snapshot, once the ends are known.
+  bool init(const HopEnd (&rx)[2][engine::kMaxPlanes], const HopEnd (&tx)[2][engine::kMaxPlanes],
+            uint64_t snapshot_ms, std::string* err);
   void apply(const LinkEvent& e, uint64_t now_ns);
-  void set_plane_up(uint32_t plane, bool up, uint64_t now_ns);
+  bool set_plane_up(uint32_t plane, bool up, uint64_t now_ns);
   bool in_service(uint32_t plane) const;
   // The rate in service (the slower direction), Mb/s.
   double capacity_mbps(uint32_t plane) const;
 
-  LinkSpec spec_;
+  const char* program_;
+  LinkFabricSpec spec_;
+  uint32_t ends_[2] = {};
   uint32_t index_ = 0;
   uint32_t num_planes_ = 0;
   uint32_t path_mtu_ = 0;
@@ -124,5 +155,23 @@ std::string describe(const LinkEvent& e);
 // *err naming what is wrong.
 bool parse_link_change(const std::string& what, const std::string& value,
                        const std::string& direction, LinkEvent* out, std::string* err);
+
+// What both programs show of their links: the rows of /softmrc/links
+// (and `show links`), per link and plane.
+void link_rows(Link& l, Report* out);
+// args: <link>,<plane>,<what>,<value>[,<direction>] (parse_link_change()).
+// Queues the change for the link's lcore (/softmrc/fabric/set); *out is
+// one row saying what was requested.
+bool request_link_change(const std::vector<std::unique_ptr<Link>>& links,
+                         const std::vector<std::string>& args, Report* out, std::string* err);
+// The status line's part for a link: per plane, what it carried over the
+// `dt_ns` between two snapshots (both directions), or "down", then the
+// faults in force and what it trimmed, marked and dropped.
+std::string link_status(const LinkSnapshot& s, const LinkSnapshot& before, uint64_t dt_ns);
+// "delivered <n> packets (<x> MiB of payload), trimmed <t>, CE-marked <c>,
+// dropped <d> (<reason> <n>, ...)": the summary of one hop or of several
+// summed.
+std::string hop_totals(const HopCounters& c);
+HopCounters sum_hops(const std::vector<HopCounters>& hops);
 
 }  // namespace softmrc::softmrcd

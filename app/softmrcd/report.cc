@@ -11,13 +11,6 @@ namespace softmrc::softmrcd {
 
 namespace {
 
-bool parse_u32(const std::string& s, uint32_t* out) {
-  uint64_t v = 0;
-  if (!cli::parse_uint(s, 0, UINT32_MAX, &v)) return false;
-  *out = static_cast<uint32_t>(v);
-  return true;
-}
-
 // Resolves an optional leading endpoint name: all endpoints (-1) when absent.
 bool endpoint_arg(Daemon& d, const std::vector<std::string>& args, int* index, std::string* err) {
   *index = -1;
@@ -60,12 +53,6 @@ const QpStats* named_qp(Daemon& d, const std::vector<EndpointSnapshot>& snaps,
   if (q == nullptr)
     *err = "no QP " + std::to_string(qpn) + " on '" + d.endpoints()[*index]->name() + "'";
   return q;
-}
-
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", v);
-  return buf;
 }
 
 std::string plane_row(const std::string& endpoint, size_t plane) {
@@ -330,42 +317,6 @@ void stats_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, Report*
   }
 }
 
-void links_report(Daemon& d, Report* out) {
-  for (auto& l : d.links()) {
-    LinkSnapshot s;
-    l->snapshot().read([&](const LinkSnapshot& x) { s = x; });
-    for (uint32_t p = 0; p < l->num_planes(); ++p) {
-      Row r{"link" + std::to_string(l->index()) + "/" + std::to_string(p), {}};
-      r.num("up", s.up_mask >> p & 1);
-      r.num("base_rtt_ns", l->base_rtt_ns(p));
-      for (int dir = 0; dir < 2; ++dir) {
-        const HopCounters& h = s.hops[p * 2 + dir];
-        const HopState& st = s.states[p * 2 + dir];
-        const std::string k = dir == 0 ? "a_to_b_" : "b_to_a_";
-        r.num(k + "packets", h.packets);
-        r.num(k + "bytes", h.bytes);
-        r.num(k + "payload_bytes", h.payload_bytes);
-        r.num(k + "ce_marks", h.ce_marks);
-        r.num(k + "trims", h.trims);
-        r.num(k + "drops", h.total_drops());
-        for (size_t i = 1; i < h.drops.size(); ++i) {
-          if (fabric::DropReason(i) == fabric::DropReason::kNoRoute) continue;  // no routing here
-          r.num(k + "drop_" + fabric::drop_reason_name(fabric::DropReason(i)), h.drops[i]);
-        }
-        for (size_t i = 0; i < h.hop_drops.size(); ++i)
-          r.num(k + "drop_" + hop_drop_name(HopDrop(i)), h.hop_drops[i]);
-        r.num(k + "max_delay_line", h.max_held_packets);
-        r.num(k + "max_backlog_bytes", h.max_backlog_bytes);
-        r.text(k + "loss", number_text(st.loss));
-        r.num(k + "blackhole", st.blackhole);
-        r.num(k + "blackholed_evs", st.blackholed_evs);
-        r.text(k + "rate_factor", number_text(st.rate_factor));
-      }
-      out->push_back(std::move(r));
-    }
-  }
-}
-
 }  // namespace
 
 bool make_report(Daemon& d, const std::string& what, const std::vector<std::string>& args,
@@ -393,7 +344,7 @@ bool make_report(Daemon& d, const std::string& what, const std::vector<std::stri
   } else if (what == "stats") {
     stats_report(d, snaps, out);
   } else if (what == "links") {
-    links_report(d, out);
+    for (auto& l : d.links()) link_rows(*l, out);
   } else {
     *err = "no report '" + what + "'";
     return false;
@@ -402,33 +353,7 @@ bool make_report(Daemon& d, const std::string& what, const std::vector<std::stri
 }
 
 bool change_link(Daemon& d, const std::vector<std::string>& args, Report* out, std::string* err) {
-  uint32_t link = 0, plane = 0;
-  if (args.size() < 4 || args.size() > 5 || !parse_u32(args[0], &link) ||
-      !parse_u32(args[1], &plane)) {
-    *err = "expected <link>,<plane>,<what>,<value>[,<direction>]";
-    return false;
-  }
-  if (link >= d.links().size()) {
-    *err = "no link " + args[0] + " (there are " + std::to_string(d.links().size()) + ")";
-    return false;
-  }
-  Link& l = *d.links()[link];
-  if (plane >= l.num_planes()) {
-    *err = "no plane " + args[1] + " (planes are 0.." + std::to_string(l.num_planes() - 1) + ")";
-    return false;
-  }
-  LinkEvent e;
-  if (!parse_link_change(args[2], args[3], args.size() == 5 ? args[4] : "", &e, err)) return false;
-  e.plane = static_cast<uint8_t>(plane);
-  if (!l.request(e)) {
-    *err = "link " + args[0] + " has too many changes waiting";
-    return false;
-  }
-  out->clear();
-  Row r{"link" + args[0] + "/" + args[1], {}};
-  r.text("requested", describe(e));
-  out->push_back(std::move(r));
-  return true;
+  return request_link_change(d.links(), args, out, err);
 }
 
 }  // namespace softmrc::softmrcd

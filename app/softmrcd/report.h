@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+struct rte_tel_data;
+
 namespace softmrc::softmrcd {
 
 class Daemon;
@@ -46,6 +48,15 @@ struct Row {
 using Report = std::vector<Row>;
 
 inline constexpr uint32_t kReportPage = 32;  // rows of QPs or EVs per request
+
+// What every report shares (report_rows.cc): a telemetry command's
+// parameters split at commas, a decimal parameter, a number shown as text
+// ("0.01"), and the report as a telemetry reply (a dict of dicts, or
+// {"error": err} when err is not empty).
+std::vector<std::string> split_params(const char* params);
+bool parse_u32(const std::string& s, uint32_t* out);
+std::string number_text(double v);
+int put_report(const Report& report, const std::string& err, rte_tel_data* d);
 
 // `args` are the parameters after the report's name. False, with *err, for
 // a bad name or parameters.

@@ -112,6 +112,11 @@ struct EndpointSnapshot {
   std::vector<EvStats> evs;
 };
 
+// Gb/s of `bytes` over `ns`.
+inline double gbps(uint64_t bytes, uint64_t ns) {
+  return ns == 0 ? 0.0 : bytes * 8.0 / static_cast<double>(ns);
+}
+
 struct LinkSnapshot {
   uint64_t at_ns = 0;
   uint32_t up_mask = 0;           // bit per plane

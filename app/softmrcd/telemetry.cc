@@ -50,27 +50,10 @@ constexpr bool helps_fit() {
 }
 static_assert(helps_fit());
 
-std::vector<std::string> split(const char* params) {
-  std::vector<std::string> out;
-  if (params == nullptr || *params == '\0') return out;
-  std::string cur;
-  for (const char* p = params; *p; ++p) {
-    if (*p == ',') {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += *p;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
-
 int on_command(const char* cmd, const char* params, rte_tel_data* d) {
   const TelemetryCommand* c = nullptr;
   for (const TelemetryCommand& k : kCommands)
     if (std::strcmp(k.path, cmd) == 0) c = &k;
-  rte_tel_data_start_dict(d);
   std::lock_guard<std::mutex> lock(g_mu);
   Report report;
   std::string err;
@@ -79,27 +62,11 @@ int on_command(const char* cmd, const char* params, rte_tel_data* d) {
   } else if (c == nullptr) {
     err = "unknown command";
   } else if (c->report == nullptr) {
-    change_link(*g_daemon, split(params), &report, &err);
+    change_link(*g_daemon, split_params(params), &report, &err);
   } else {
-    make_report(*g_daemon, c->report, split(params), &report, &err);
+    make_report(*g_daemon, c->report, split_params(params), &report, &err);
   }
-  if (!err.empty()) {
-    rte_tel_data_add_dict_string(d, "error", err.c_str());
-    return 0;
-  }
-  for (const Row& row : report) {
-    rte_tel_data* fields = rte_tel_data_alloc();
-    if (fields == nullptr) return -1;
-    rte_tel_data_start_dict(fields);
-    for (const Field& f : row.fields) {
-      if (f.is_text)
-        rte_tel_data_add_dict_string(fields, f.key.c_str(), f.text.c_str());
-      else
-        rte_tel_data_add_dict_u64(fields, f.key.c_str(), f.num);
-    }
-    rte_tel_data_add_dict_container(d, row.name.c_str(), fields, 0);
-  }
-  return 0;
+  return put_report(report, err, d);
 }
 
 }  // namespace

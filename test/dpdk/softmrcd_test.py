@@ -336,7 +336,7 @@ def telemetry_socket(prefix):
 
 
 class Telemetry:
-    def __init__(self, path, timeout=10):
+    def __init__(self, path, timeout=10, ready='/softmrc/endpoints'):
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -352,7 +352,7 @@ class Telemetry:
         self.max_len = hello['max_output_len']
         # The commands answer with an error until the daemon has set up.
         while True:
-            reply = self.query('/softmrc/endpoints')
+            reply = self.query(ready)
             if 'error' not in reply:
                 break
             if time.monotonic() > deadline:

@@ -9,6 +9,13 @@ the shared EAL config that memif needs), and checks what both say.
                   verified on both sides
   bad_config      flows to peers: the checks a config gets, with the
                   messages docs/configuration.md lists
+  fabric_memif    a and b as memif clients of smrc-fabric, 3 planes: random
+                  loss on plane 0, a slow plane 1 that trims, plane 2 down
+                  then up by the fabric's schedule mid-transfer; every
+                  byte verified, all three exit 0, and the fabric's own
+                  summary shows the losses, trims and link-down drops
+  fabric_bad_config  smrc-fabric's bad files and command lines get the
+                  messages docs/configuration.md lists, exit 2
   tap_plane_down  a and b in two network namespaces, each plane a net_tap
                   wired to a veth pair between the namespaces, a WIMM flow
                   a -> b; a's tap of plane 1 is taken down mid-transfer
@@ -36,7 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from softmrcd_test import (Daemon, Failure, Telemetry, check, plane,  # noqa: E402
                            summary_counts, telemetry_socket)
 
-LCORES = {'a': '0@1,1@0', 'b': '0@0,1@1'}
+LCORES = {'a': '0@1,1@0', 'b': '0@0,1@1', 'fabric': '0@0,1@1'}
 SKIP = 77
 
 
@@ -200,6 +207,197 @@ def case_memif(args):
     for d, me in ((a, 'a'), (b, 'b')):
         check(re.search(rf'{me}\[.*planes 111 ', d.output()), f'{me} never used all planes',
               out)
+
+
+def memif_port(n, role, sock):
+    return f'net_memif{n},role={role},id=0,socket={sock},socket-abstract=no'
+
+
+def fabric(args, name, cfg):
+    """smrc-fabric with its own file prefix, on `cfg`."""
+    f = Daemon(args, name, cfg)
+    f.cmd[0] = args.smrc_fabric
+    i = f.cmd.index('-l')
+    f.cmd[i:i + 2] = ['--lcores', LCORES['fabric']]
+    return f
+
+
+def fabric_summary(output):
+    """The fabric's summary per plane and direction: {(plane, dir): {counter: n}}."""
+    hops = {}
+    for m in re.finditer(r'^smrc-fabric: link 0 plane (\d+) (a_to_b|b_to_a): delivered (\d+) '
+                         r'packets .*, trimmed (\d+), CE-marked (\d+), dropped (\d+)(.*)$',
+                         output, re.M):
+        c = {'delivered': int(m.group(3)), 'trims': int(m.group(4)), 'drops': int(m.group(6))}
+        c.update({k: int(v) for k, v in re.findall(r'(\w+) (\d+)', m.group(7))})
+        hops[(int(m.group(1)), m.group(2))] = c
+    return hops
+
+
+def case_fabric_memif(args):
+    planes = 3
+    socks = {e: [os.path.join(args.workdir, f'fabric-{e}{p}.sock') for p in range(planes)]
+             for e in ('a', 'b')}
+    for s in socks['a'] + socks['b']:
+        if os.path.exists(s):
+            os.unlink(s)
+    down_at_ms, down_for_ms = 1500, 500
+    cfg = {
+        'path_mtu': 1024,
+        'stats': {'snapshot_ms': 20, 'log_interval_ms': 250},
+        'links': [{
+            'a': [memif_port(p, 'server', socks['a'][p]) for p in range(planes)],
+            'b': [memif_port(planes + p, 'server', socks['b'][p]) for p in range(planes)],
+            'rate_gbps': 1, 'delay_us': 20, 'buffer_kib': 256, 'ecn_kib': 64,
+            'planes': [{'plane': 0, 'loss': 0.01},
+                       {'plane': 1, 'rate_gbps': 0.1, 'buffer_kib': 8, 'ecn_kib': 4}],
+            'schedule': [{'at_ms': down_at_ms, 'plane': 2, 'state': 'down',
+                          'for_ms': down_for_ms}],
+        }],
+    }
+    # Counted from the probe answer, which comes a moment after the fabric
+    # started: the plane goes down and up while the flow runs.
+    traffic = [{'from': 'a', 'to': 'b', 'qps': 2, 'op': 'wimm', 'size': 16384, 'window': 8,
+                'duration_ms': 2500}]
+    f = fabric(args, '2p_fabric_f', cfg).start(['--duration-ms', '20000'])
+    a = b = None
+    try:
+        poll('the fabric\'s memif sockets', lambda: f._read(0.05) and all(
+            map(os.path.exists, socks['a'] + socks['b'])), timeout=10, output=f.output())
+        a = daemon(args, 'fabric', 'a', [memif_port(p, 'client', socks['a'][p])
+                                          for p in range(planes)], traffic).start()
+        b = daemon(args, 'fabric', 'b', [memif_port(p, 'client', socks['b'][p])
+                                          for p in range(planes)], traffic).start()
+        # The fabric's telemetry: every plane carries frames both ways.
+        t = Telemetry(telemetry_socket(f.prefix), ready='/softmrc/links')
+        poll('frames both ways on every plane', lambda: all(
+            r['a_to_b_packets'] > 0 and r['b_to_a_packets'] > 0
+            for r in t.query('/softmrc/links').values()), output=f.output())
+        ports = t.query('/softmrc/fabric/ports')
+        check(len(ports) == 2 * planes and all(
+            r['rx_packets'] > 0 and r['tx_packets'] > 0 and r['link_up'] == 1
+            for r in ports.values()), f'a port carried nothing: {ports}', f.output())
+        f.read_until(r'smrc-fabric: t=[\d.]+s link 0 plane 2 down \(the ports\' links stay up\)')
+        f.read_until(r'smrc-fabric: t=[\d.]+s link 0 plane 2 up$')
+        p2 = poll_row('plane 2 up again', t, '/softmrc/links', 'link0/2', lambda r: r['up'] == 1)
+        check(p2['a_to_b_drop_link_down'] > 0, f'plane 2 dropped nothing while down: {p2}',
+              f.output())
+        code_a, code_b = wait_both(a, b)
+        f.proc.send_signal(signal.SIGTERM)
+        code_f = f.wait(10)
+    except Failure as e:
+        raise Failure(str(e) + '\n--- fabric ---\n' + f.output() + '\n' +
+                      (final_output(a, b) if a else '')) from None
+    finally:
+        for d in (f, a, b):
+            if d:
+                d.kill()
+    out = both_output(a, b) + '\n--- fabric ---\n' + f.output()
+    check(code_f == 0, f'fabric exit status {code_f}', out)
+    check_done(a, b, code_a, code_b)
+    hops = fabric_summary(f.output())
+    check(len(hops) == 2 * planes, f'no summary per plane and direction: {hops}', out)
+    check(all(h['delivered'] > 0 for h in hops.values()), f'a hop delivered nothing: {hops}',
+          out)
+    check(hops[(0, 'a_to_b')].get('loss', 0) > 0 and hops[(0, 'b_to_a')].get('loss', 0) > 0,
+          f'plane 0 lost nothing: {hops}', out)
+    check(hops[(1, 'a_to_b')]['trims'] > 0, f'plane 1 trimmed nothing: {hops}', out)
+    check(hops[(2, 'a_to_b')].get('link_down', 0) > 0, f'plane 2 down dropped nothing: {hops}',
+          out)
+    check(hops[(2, 'a_to_b')]['delivered'] > 0, 'plane 2 carried nothing', out)
+    for line in f.output().splitlines():
+        if re.match(r'smrc-fabric: (link|t=[\d.]+s link 0 plane|stopped)', line):
+            print(f'fabric: {line}')
+
+
+def good_fabric_config(planes=3):
+    return {'path_mtu': 1024, 'links': [{
+        'a': [f'net_null{p}' for p in range(planes)],
+        'b': [f'net_null{planes + p}' for p in range(planes)]}]}
+
+
+def drop_b_port(c):
+    c['links'][0]['b'].pop()
+
+
+# (case, change to a good config, the message after "smrc-fabric: <file>: ",
+# doc template or None where configuration.md's generic messages cover it)
+BAD_FABRIC_CONFIGS = [
+    ('no_links', lambda c: c.update(links=[]),
+     'links: missing (at least one link to emulate)',
+     'missing (at least one link to emulate)'),
+    ('no_ports', lambda c: c['links'][0].update(a=[]),
+     'links[0].a: needs 1..32 ports, one per plane', 'needs 1..32 ports, one per plane'),
+    ('planes_differ', drop_b_port,
+     'links[0].b: 2 ports, but a has 3 (one port per plane on each side)',
+     '<n> ports, but a has <m> (one port per plane on each side)'),
+    ('port_not_spec', lambda c: c['links'][0]['a'].__setitem__(1, {'x': 1}),
+     'links[0].a[1]: must be a device spec, not a map', 'must be a device spec, not <what>'),
+    ('port_twice', lambda c: c['links'][0]['b'].__setitem__(0, 'net_null0,size=64'),
+     "links[0].b[0]: 'net_null0' is also links[0].a[0]", "'<device>' is also <key>"),
+    # The link keys are softmrcd's, read by the same code.
+    ('rate', lambda c: c['links'][0].update(rate_gbps=0),
+     'links[0].rate_gbps: 0 is out of range 0.001..10000', None),
+    ('schedule', lambda c: c['links'][0].update(schedule=[{'at_ms': 5, 'plane': 1}]),
+     'links[0].schedule[0]: needs one of state, loss, blackhole or rate_factor', None),
+    ('plane_override', lambda c: c['links'][0].update(planes=[{'plane': 3, 'loss': 0.1}]),
+     'links[0].planes[0].plane: 3 is out of range 0..2', None),
+    ('unknown', lambda c: c['links'][0].update(colour='red'),
+     'links[0].colour: unknown key', None),
+    ('mtu', lambda c: c.update(path_mtu=1000),
+     'path_mtu: 1000 is not 256, 512, 1024, 2048, 4096 or 9000', None),
+    # Found once the EAL is up.
+    ('no_device', lambda c: c['links'][0]['a'].__setitem__(0, 'net_nosuch0'),
+     "links[0].a[0]: cannot probe 'net_nosuch0': ", "cannot probe '<spec>': <reason>"),
+    ('lcore', lambda c: c['links'][0].update(lcore=0),
+     'links[0].lcore: lcore 0 is the main lcore, which runs the control thread', None),
+]
+
+# (arguments after "--", the message after "smrc-fabric: ")
+BAD_FABRIC_OPTIONS = [
+    ([], '--config: missing (smrc-fabric [EAL options] -- --config FILE)'),
+    (['--config'], '--config: needs a value'),
+    (['--config', 'x.yaml', '--duration-ms', '1s'], "--duration-ms: '1s' is not 0..86400000"),
+    (['--config', 'x.yaml', '--log-interval-ms', '-1'],
+     "--log-interval-ms: '-1' is not 0..3600000"),
+    (['--config', 'x.yaml', '--colour'], '--colour: unknown option (see --help)'),
+    (['--config', '/nonexistent.yaml'], '/nonexistent.yaml: cannot open: No such file or directory'),
+]
+
+
+def case_fabric_bad_config(args):
+    """smrc-fabric's own checks, its link keys read by softmrcd's reader,
+    its command line; the messages are those docs/configuration.md lists."""
+    with open(os.path.join(args.docs, 'configuration.md')) as f:
+        doc = f.read()
+    failures = []
+    for name, change, expected, template in BAD_FABRIC_CONFIGS:
+        cfg = good_fabric_config()
+        change(cfg)
+        f = fabric(args, 'fabric_bad_' + name, cfg)
+        code, _, err = f.run(['--duration-ms', '100'], timeout=15)
+        want = f'smrc-fabric: {f.cfg_path}: {expected}'
+        # The last line: the EAL may have spoken before a device failed.
+        if code != 2 or not (err.strip().splitlines() or [''])[-1].startswith(want):
+            failures.append(f'{name}: exit {code}, stderr {err.strip()!r}, want {want!r}')
+        if template and template not in doc:
+            failures.append(f'{name}: docs/configuration.md does not list {template!r}')
+    f = fabric(args, 'fabric_options', None)
+    base = f.cmd[:f.cmd.index('--') + 1]
+    for argv, expected in BAD_FABRIC_OPTIONS:
+        r = subprocess.run(base + argv, capture_output=True, text=True, timeout=15, check=False)
+        if r.returncode != 2 or r.stderr.strip() != 'smrc-fabric: ' + expected:
+            failures.append(f'{argv}: exit {r.returncode}, stderr {r.stderr.strip()!r}')
+    r = subprocess.run([args.smrc_fabric, '--help'], capture_output=True, text=True, timeout=15,
+                       check=False)
+    if r.returncode != 0 or '--duration-ms N' not in r.stdout or 'net_memif' not in r.stdout:
+        failures.append(f'--help: exit {r.returncode}, {r.stdout!r}')
+    # A good file runs, forwards nothing on net_null, and stops by itself.
+    f = fabric(args, 'fabric_good', good_fabric_config())
+    code, out, err = f.run(['--duration-ms', '300'], timeout=20)
+    if code != 0 or 'smrc-fabric: stopped (duration)' not in out:
+        failures.append(f'good config: exit {code}, {out!r} {err!r}')
+    check(not failures, '\n'.join(failures))
 
 
 def run(cmd):
@@ -418,6 +616,7 @@ def case_bad_config(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--softmrcd', required=True)
+    p.add_argument('--smrc-fabric', help='smrc-fabric (fabric_* cases)')
     p.add_argument('--case', required=True)
     p.add_argument('--workdir', required=True)
     p.add_argument('--docs', help='docs/ (bad_config)')

@@ -1,0 +1,174 @@
+// smrc-fabric: the emulated fabric as a DPDK process, between endpoints
+// in other processes (softmrcd over net_memif, net_tap, ...).
+//
+//   smrc-fabric [EAL options] -- --config FILE [--log-interval-ms N] [--duration-ms N]
+//
+// The configuration is read and checked before the EAL starts; then the
+// ports are opened, the links join them, and one or more worker lcores
+// forward frames through the emulator until SIGINT, SIGTERM or the
+// duration; a summary follows. Exit status: 0 a clean run, 2 bad usage,
+// configuration or setup.
+#include <getopt.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/number.h"
+#include "smrc-fabric/config.h"
+#include "smrc-fabric/fabric_process.h"
+#include "smrc-fabric/telemetry.h"
+
+namespace {
+
+using namespace softmrc::smrc_fabric;
+
+constexpr int kExitUsage = 2;
+
+void print_usage(const char* prog) {
+  std::printf(
+      "usage: %s [EAL options] -- --config FILE [options]\n"
+      "\n"
+      "smrc-fabric, the emulated MRC fabric: per link and plane it joins a port of\n"
+      "side a to a port of side b (net_memif servers that softmrcd's memif clients\n"
+      "connect to, net_tap, any DPDK port) and forwards frames both ways through\n"
+      "the fabric emulator: rate, delay, buffer, ECN marking, trimming, loss,\n"
+      "blackholes, planes going down and up on a schedule. EAL options (before --)\n"
+      "are DPDK's own, e.g. -l 0-1 --no-huge -m 512 --no-pci; the main lcore runs\n"
+      "the control thread, so give at least one more. The YAML file\n"
+      "(docs/configuration.md, \"smrc-fabric\") names the links, their ports and\n"
+      "the same link keys as softmrcd's links[].\n"
+      "\n"
+      "  -c, --config FILE        the configuration (required)\n"
+      "      --log-interval-ms N  a status line every N ms, 0 for none\n"
+      "                           (default: the config's stats.log_interval_ms, 1000)\n"
+      "      --duration-ms N      stop after N ms (default: run until SIGINT/SIGTERM)\n"
+      "  -h, --help               this text\n"
+      "\n"
+      "A plane that goes down drops everything in both directions; ports whose PMD\n"
+      "can take their link down (net_tap, net_ring) go down with it, net_memif\n"
+      "ports stay up. SIGINT or SIGTERM stops it; a summary per link, plane and\n"
+      "direction and per port follows.\n"
+      "\n"
+      "Counters: DPDK telemetry (dpdk-telemetry.py -f <file prefix>): /softmrc/links,\n"
+      "/softmrc/fabric/ports, and /softmrc/fabric/set,<link>,<plane>,<what>,<value>\n"
+      "to change a plane while it runs.\n"
+      "\n"
+      "Exit status: 0 a clean run, 2 bad options, configuration or EAL setup.\n",
+      prog);
+}
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "smrc-fabric: %s\n", msg.c_str());
+  return kExitUsage;
+}
+
+// "--<name>: '<text>' is not 0..<max>" unless text is a whole number up to max.
+bool parse_ms(const char* name, const char* text, long long max, long long* out, std::string* err) {
+  uint64_t v = 0;
+  if (!softmrc::cli::parse_uint(text, 0, static_cast<uint64_t>(max), &v)) {
+    *err = std::string("--") + name + ": '" + text + "' is not 0.." + std::to_string(max);
+    return false;
+  }
+  *out = static_cast<long long>(v);
+  return true;
+}
+
+bool parse_options(int argc, char** argv, Options* o, std::string* err) {
+  enum : int { kLogInterval = 256, kDuration };
+  static const option kLong[] = {
+      {"config", required_argument, nullptr, 'c'},
+      {"log-interval-ms", required_argument, nullptr, kLogInterval},
+      {"duration-ms", required_argument, nullptr, kDuration},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  optind = 1;
+  opterr = 0;
+  int c;
+  long long v = 0;
+  while ((c = getopt_long(argc, argv, ":c:h", kLong, nullptr)) != -1) {
+    switch (c) {
+      case 'c':
+        o->config = optarg;
+        break;
+      case kLogInterval:
+        if (!parse_ms("log-interval-ms", optarg, 3'600'000, &v, err)) return false;
+        o->log_interval_ms = v;
+        break;
+      case kDuration:
+        if (!parse_ms("duration-ms", optarg, 86'400'000, &v, err)) return false;
+        o->duration_ms = static_cast<uint64_t>(v);
+        break;
+      case 'h':
+        o->help = true;
+        return true;
+      case ':':
+        *err = std::string(argv[optind - 1]) + ": needs a value";
+        return false;
+      default:
+        *err = std::string(argv[optind - 1]) + ": unknown option (see --help)";
+        return false;
+    }
+  }
+  if (optind < argc) {
+    *err = std::string("unexpected argument '") + argv[optind] + "'";
+    return false;
+  }
+  if (o->config.empty()) {
+    *err = "--config: missing (smrc-fabric [EAL options] -- --config FILE)";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // EAL options before "--", smrc-fabric's after it.
+  int split = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--") == 0) {
+      split = i;
+      break;
+    }
+  std::vector<char*> own{argv[0]};
+  for (int i = split + 1; i < argc; ++i) own.push_back(argv[i]);
+  if (split == argc)
+    for (int i = 1; i < argc; ++i)
+      if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
+        print_usage(argv[0]);
+        return 0;
+      }
+
+  Options opt;
+  std::string err;
+  if (!parse_options(static_cast<int>(own.size()), own.data(), &opt, &err)) return usage_error(err);
+  if (opt.help) {
+    print_usage(argv[0]);
+    return 0;
+  }
+  FabricConfig cfg;
+  if (!load_config(opt.config, &cfg, &err)) return usage_error(err);
+
+  if (rte_eal_init(split, argv) < 0)
+    return usage_error(std::string("EAL initialisation failed: ") + rte_strerror(rte_errno));
+  attach_telemetry(nullptr);
+  int status = kExitUsage;
+  {
+    FabricProcess fabric;
+    if (!fabric.setup(cfg, opt, &err)) {
+      std::fprintf(stderr, "smrc-fabric: %s: %s\n", cfg.path.c_str(), err.c_str());
+    } else {
+      attach_telemetry(&fabric);
+      status = fabric.run();
+      attach_telemetry(nullptr);
+    }
+  }
+  rte_eal_cleanup();
+  return status;
+}

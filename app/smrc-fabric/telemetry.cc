@@ -1,0 +1,81 @@
+// smrc-fabric's telemetry commands (see telemetry.h).
+#include "smrc-fabric/telemetry.h"
+
+#include <rte_ethdev.h>
+#include <rte_telemetry.h>
+
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "smrc-fabric/fabric_process.h"
+#include "softmrcd/report.h"
+
+namespace softmrc::smrc_fabric {
+
+namespace {
+
+std::mutex g_mu;  // guards g_process against teardown while a command runs
+FabricProcess* g_process = nullptr;
+
+void port_rows(const FabricProcess& f, softmrcd::Report* out) {
+  for (const FabricPort& fp : f.ports()) {
+    softmrcd::Row r{fp.port->name(), {}};
+    r.num("link", fp.link);
+    r.text("side", fp.side == 0 ? "a" : "b");
+    r.num("plane", fp.plane);
+    rte_eth_stats st{};
+    fp.port->stats(&st);
+    r.num("rx_packets", st.ipackets);
+    r.num("rx_bytes", st.ibytes);
+    r.num("tx_packets", st.opackets);
+    r.num("tx_bytes", st.obytes);
+    r.num("rx_missed", st.imissed);
+    r.num("rx_errors", st.ierrors);
+    r.num("tx_errors", st.oerrors);
+    r.num("rx_nombuf", st.rx_nombuf);
+    rte_eth_link link{};
+    rte_eth_link_get_nowait(fp.port->port_id(), &link);
+    r.num("link_up", link.link_status == RTE_ETH_LINK_UP);
+    out->push_back(std::move(r));
+  }
+}
+
+int on_command(const char* cmd, const char* params, rte_tel_data* d) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  softmrcd::Report report;
+  std::string err;
+  const std::vector<std::string> args = softmrcd::split_params(params);
+  if (g_process == nullptr) {
+    err = "smrc-fabric is starting or stopping";
+  } else if (std::strcmp(cmd, "/softmrc/fabric/set") == 0) {
+    softmrcd::request_link_change(g_process->links(), args, &report, &err);
+  } else if (!args.empty()) {
+    err = "no parameters";
+  } else if (std::strcmp(cmd, "/softmrc/links") == 0) {
+    for (const auto& l : g_process->links()) softmrcd::link_rows(*l, &report);
+  } else {
+    port_rows(*g_process, &report);
+  }
+  return softmrcd::put_report(report, err, d);
+}
+
+}  // namespace
+
+void attach_telemetry(FabricProcess* f) {
+  static bool registered = false;
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_process = f;
+  if (registered) return;
+  registered = true;
+  rte_telemetry_register_cmd(
+      "/softmrc/links", on_command,
+      "Per link and plane: counters, drops by reason, faults. No parameters");
+  rte_telemetry_register_cmd(
+      "/softmrc/fabric/set", on_command,
+      "Changes a plane of a link (docs/daemon.md). Parameters: link,plane,what,value[,direction]");
+  rte_telemetry_register_cmd("/softmrc/fabric/ports", on_command,
+                             "Per port: link, side, plane, ethdev counters, link. No parameters");
+}
+
+}  // namespace softmrc::smrc_fabric

@@ -1,0 +1,168 @@
+// Reading YAML configurations into validated structs: the machinery that
+// softmrcd's configuration (config.h) and smrc-fabric's share, so both
+// read values, name keys and word problems alike, and the one reader of a
+// link's fabric keys (docs/configuration.md, links[]).
+//
+// A reader walks the document through Map, which knows the key path for
+// messages and refuses keys it was never asked about (a misspelt key is an
+// error, not a silently ignored default). The first problem throws a
+// ConfigError, which read_yaml() turns into "<file>: <key>: <problem>".
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "softmrcd/config.h"
+
+namespace softmrc::softmrcd {
+
+// Lcore ids are checked against the EAL at setup; this only bounds them.
+inline constexpr uint64_t kMaxLcoreId = 1023;
+
+struct ConfigError {
+  std::string key;
+  std::string problem;
+};
+
+[[noreturn]] inline void fail(const std::string& key, const std::string& problem) {
+  throw ConfigError{key, problem};
+}
+
+// "'value'", or "a map" / "a list" for what is not a scalar.
+std::string quoted(const YAML::Node& n);
+
+// A whole number in [lo, hi], decimal or 0x hex.
+uint64_t whole_number(const YAML::Node& v, const std::string& key, uint64_t lo, uint64_t hi);
+
+// A YAML mapping being read, with its key path.
+class Map {
+ public:
+  Map(const YAML::Node& node, std::string path) : node_(node), path_(std::move(path)) {
+    if (node_ && !node_.IsNull() && !node_.IsMap()) fail(path_, "must be a map of keys");
+  }
+
+  std::string key(const char* k) const { return path_.empty() ? k : path_ + "." + k; }
+  bool has(const char* k) {
+    seen_.insert(k);
+    return node_ && node_.IsMap() && node_[k] && !node_[k].IsNull();
+  }
+  YAML::Node get(const char* k) {
+    seen_.insert(k);
+    return node_ && node_.IsMap() ? node_[k] : YAML::Node();
+  }
+
+  // Unsigned integer in [lo, hi], decimal or 0x hex; absent leaves *out.
+  template <typename T>
+  void uint(const char* k, uint64_t lo, uint64_t hi, T* out) {
+    if (!has(k)) return;
+    *out = static_cast<T>(whole_number(get(k), key(k), lo, hi));
+  }
+
+  void number(const char* k, double lo, double hi, double* out) {
+    if (!has(k)) return;
+    const YAML::Node v = get(k);
+    const std::string s = v.IsScalar() ? v.Scalar() : "";
+    char* end = nullptr;
+    const double x = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end != '\0' || !std::isfinite(x))
+      fail(key(k), quoted(v) + " is not a number");
+    if (x < lo || x > hi) {
+      std::ostringstream m;
+      m << s << " is out of range " << lo << ".." << hi;
+      fail(key(k), m.str());
+    }
+    *out = x;
+  }
+
+  void boolean(const char* k, bool* out) {
+    if (!has(k)) return;
+    const YAML::Node v = get(k);
+    const std::string s = v.IsScalar() ? v.Scalar() : "";
+    if (s == "true" || s == "yes" || s == "on")
+      *out = true;
+    else if (s == "false" || s == "no" || s == "off")
+      *out = false;
+    else
+      fail(key(k), quoted(v) + " is not true or false");
+  }
+
+  std::string string(const char* k) {
+    if (!has(k)) return "";
+    const YAML::Node v = get(k);
+    if (!v.IsScalar()) fail(key(k), "must be a string, not " + quoted(v));
+    return v.Scalar();
+  }
+
+  std::string required_string(const char* k) {
+    if (!has(k)) fail(key(k), "missing");
+    return string(k);
+  }
+
+  // One of `names`; absent leaves *out.
+  template <typename T>
+  void choice(const char* k, std::initializer_list<std::pair<const char*, T>> names, T* out) {
+    if (!has(k)) return;
+    const std::string s = string(k);
+    std::string list;
+    for (const auto& [name, value] : names) {
+      if (s == name) {
+        *out = value;
+        return;
+      }
+      list += list.empty() ? name : std::string(" or ") + name;
+    }
+    fail(key(k), "'" + s + "' is not " + list);
+  }
+
+  // The list under `k` (absent: empty).
+  YAML::Node list(const char* k) {
+    if (!has(k)) return YAML::Node(YAML::NodeType::Sequence);
+    const YAML::Node v = get(k);
+    if (!v.IsSequence()) fail(key(k), "must be a list");
+    return v;
+  }
+
+  // Every key must have been asked for.
+  void done() const {
+    if (!node_ || !node_.IsMap()) return;
+    for (const auto& kv : node_) {
+      const std::string k = kv.first.Scalar();
+      if (!seen_.count(k)) fail(key(k.c_str()), "unknown key");
+    }
+  }
+
+ private:
+  YAML::Node node_;
+  std::string path_;
+  std::set<std::string> seen_;
+};
+
+inline std::string index_key(const std::string& list, size_t i) {
+  return list + "[" + std::to_string(i) + "]";
+}
+
+// `path_mtu` (256, 512, 1024, 2048, 4096 or 9000), if present.
+void read_path_mtu(Map& m, uint32_t* out);
+
+// The fabric keys of a link (rate_gbps, delay_us, buffer_kib, ecn_kib,
+// priority_kib, overflow, loss, planes[], delay_line_packets, seed,
+// schedule[]) from the link's map `m`, for `num_planes` planes.
+void read_link_fabric(Map& m, uint32_t num_planes, LinkFabricSpec* out);
+
+// Parses `text` (named `name` in messages) and hands the root to `read`.
+// On failure *err is "<name>: <key>: <problem>" (or "<name>:<line>:<column>:
+// YAML syntax error: ..." for text that is not YAML).
+bool read_yaml(const std::string& text, const std::string& name,
+               const std::function<void(const YAML::Node&)>& read, std::string* err);
+// The same from a file ("<path>: cannot open: <reason>").
+bool read_yaml_file(const std::string& path, const std::function<void(const YAML::Node&)>& read,
+                    std::string* err);
+
+}  // namespace softmrc::softmrcd

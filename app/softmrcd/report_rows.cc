@@ -1,0 +1,61 @@
+// What every report shares (see report.h): softmrcd's and smrc-fabric's.
+#include <rte_telemetry.h>
+
+#include <cstdio>
+
+#include "cli/number.h"
+#include "softmrcd/report.h"
+
+namespace softmrc::softmrcd {
+
+std::vector<std::string> split_params(const char* params) {
+  std::vector<std::string> out;
+  if (params == nullptr || *params == '\0') return out;
+  std::string cur;
+  for (const char* p = params; *p; ++p) {
+    if (*p == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += *p;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+bool parse_u32(const std::string& s, uint32_t* out) {
+  uint64_t v = 0;
+  if (!cli::parse_uint(s, 0, UINT32_MAX, &v)) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+int put_report(const Report& report, const std::string& err, rte_tel_data* d) {
+  rte_tel_data_start_dict(d);
+  if (!err.empty()) {
+    rte_tel_data_add_dict_string(d, "error", err.c_str());
+    return 0;
+  }
+  for (const Row& row : report) {
+    rte_tel_data* fields = rte_tel_data_alloc();
+    if (fields == nullptr) return -1;
+    rte_tel_data_start_dict(fields);
+    for (const Field& f : row.fields) {
+      if (f.is_text)
+        rte_tel_data_add_dict_string(fields, f.key.c_str(), f.text.c_str());
+      else
+        rte_tel_data_add_dict_u64(fields, f.key.c_str(), f.num);
+    }
+    rte_tel_data_add_dict_container(d, row.name.c_str(), fields, 0);
+  }
+  return 0;
+}
+
+}  // namespace softmrc::softmrcd
