@@ -459,7 +459,10 @@ bool AppServer::serve(Client& c) {
     std::snprintf(rep.detail, sizeof(rep.detail), "%s", why);
   }
   for (int fd : fds) ::close(fd);
-  return ::send(c.fd, &rep, sizeof(rep), MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(rep));
+  // Never wait for an application: one that does not read its replies
+  // (its socket buffer is full) is dropped rather than stall the thread.
+  return ::send(c.fd, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT) ==
+         static_cast<ssize_t>(sizeof(rep));
 }
 
 namespace {
