@@ -58,6 +58,12 @@ void read_endpoint(const YAML::Node& node, const std::string& key, bool hosted, 
   if (!valid_name(e->name))
     fail(m.key("name"), "'" + e->name + "' is not a name (1-31 letters, digits, '-' or '_')");
   if (hosted) m.uint("lcore", 0, kMaxLcoreId, &e->lcore);
+  if (hosted && m.has("app_socket")) {
+    e->app_socket = m.string("app_socket");
+    if (e->app_socket.empty() || e->app_socket.size() > kMaxAppSocketPath)
+      fail(m.key("app_socket"),
+           "needs a path of 1.." + std::to_string(kMaxAppSocketPath) + " characters");
+  }
   m.choice("ev_mode", {{"udp", wire::EvMode::kUdp}, {"stev", wire::EvMode::kStev}}, &e->ev_mode);
   const YAML::Node planes = m.list("planes");
   if (planes.size() == 0 || planes.size() > engine::kMaxPlanes)

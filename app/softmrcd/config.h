@@ -21,7 +21,8 @@
 
 namespace softmrc::softmrcd {
 
-inline constexpr int kAnyLcore = -1;  // an endpoint or link without `lcore`
+inline constexpr int kAnyLcore = -1;              // an endpoint or link without `lcore`
+inline constexpr size_t kMaxAppSocketPath = 107;  // sockaddr_un.sun_path, less the NUL
 
 enum class TxPayload : uint8_t {
   kCopy,    // payload copied into the frame's mbuf
@@ -42,6 +43,8 @@ struct EndpointSpec {
   std::string key;  // "endpoints[0]" or "peers[0]", for messages
   bool hosted = true;
   int lcore = kAnyLcore;
+  // Where applications reach it (libsoftmrc, docs/api.md); empty: nowhere.
+  std::string app_socket;
   wire::EvMode ev_mode = wire::EvMode::kUdp;
   std::vector<PlaneSpec> planes;
 };

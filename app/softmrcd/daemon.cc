@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "softmrcd/app_server.h"
 #include "softmrcd/prompt.h"
 #include "softmrcd/traffic_plan.h"
 
@@ -108,6 +109,10 @@ bool Daemon::setup(const Config& cfg, const Options& opt, std::string* err) {
       return false;
   }
   if (!assign_lcores(err) || !setup_traffic(err)) return false;
+  if (auto apps = std::make_unique<AppServer>(); !apps->setup(cfg_, endpoints_, err))
+    return false;
+  else if (!apps->empty())
+    add_service(std::move(apps));
   for (auto& e : endpoints_)
     if (!e->start(err)) return false;
   return true;

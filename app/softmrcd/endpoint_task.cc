@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "softmrcd/app_server.h"
+
 namespace softmrc::softmrcd {
 
 namespace {
@@ -260,6 +262,7 @@ void EndpointTask::poll(uint64_t tsc) {
   }
   for (uint32_t p = 0; p < planes_.size(); ++p) receive(p, now);
   drain_engine(now);
+  if (app_) app_->poll(ep_);
   txgen_.post(ep_, now);
   transmit(now);
   if (now >= next_snapshot_ns_) publish(now);
@@ -318,6 +321,7 @@ void EndpointTask::apply_plane_state(uint32_t plane, const char* why, uint64_t n
   if (up == s.engine_up) return;
   s.engine_up = up;
   ep_.set_plane_up(static_cast<uint8_t>(plane), up, now);
+  if (app_) app_->on_plane(plane, up);
   std::printf("softmrcd: t=%.3fs %s plane %u %s (%s)\n", now / 1e9, name_.c_str(), plane,
               up ? "up" : "down", why);
   std::fflush(stdout);
@@ -367,11 +371,14 @@ void EndpointTask::drain_engine(uint64_t now) {
   engine::Completion wc[kBurst];
   size_t n;
   while ((n = ep_.poll_completions(wc, kBurst)) > 0)
-    for (size_t i = 0; i < n; ++i) txgen_.on_completion(wc[i], ep_);
+    for (size_t i = 0; i < n; ++i)
+      if (app_ == nullptr || !app_->on_completion(wc[i])) txgen_.on_completion(wc[i], ep_);
+  if (app_) app_->notify();
   engine::Event ev[kBurst];
   while ((n = ep_.poll_events(ev, kBurst)) > 0) {
     for (size_t i = 0; i < n; ++i) {
       if (ev[i].type == engine::EventType::kProbeReply) txgen_.on_probe_reply(ev[i], now);
+      if (app_) app_->on_event(ev[i]);
       // At shutdown the daemon moves every QP to ERROR itself.
       if (ev[i].type != engine::EventType::kQpError || seen_phase_ == Phase::kFlush) continue;
       std::printf("softmrcd: %s QP %u: error: %s\n", name_.c_str(), ev[i].qpn,

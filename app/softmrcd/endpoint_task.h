@@ -44,6 +44,7 @@ enum class Phase : uint8_t {
 enum class CommandType : uint8_t { kStart, kStop, kPlaneAdmin, kClearStats, kCall };
 
 class EndpointTask;
+class AppStage;
 
 // A function the owning lcore runs for another thread (kCall): the slow path
 // of the application and controller sockets. The caller waits for `done`.
@@ -100,6 +101,10 @@ class EndpointTask {
   Published<EndpointSnapshot>& snapshot() { return snapshot_; }
   bool flushed() const { return flushed_.load(std::memory_order_acquire); }
 
+  // Setup (or after the lcores stopped): the applications' stage, run in
+  // every pass (app_server.h).
+  void set_app_stage(AppStage* stage) { app_ = stage; }
+
   // The owning lcore (inside call()): the engine and the framer.
   engine::Endpoint& engine() { return ep_; }
   Framer& framer() { return framer_; }
@@ -148,6 +153,7 @@ class EndpointTask {
   engine::Endpoint ep_;
   Framer framer_;
   Txgen txgen_;
+  AppStage* app_ = nullptr;
   std::vector<Plane> planes_;
   rte_mempool* tx_pool_ = nullptr;
   rte_mempool* rx_pool_ = nullptr;      // device ports only

@@ -1,0 +1,892 @@
+// The application API, softmrcd's side (see app_server.h).
+#include "softmrcd/app_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "softmrc/softmrc.h"
+#include "softmrcd/endpoint_task.h"
+
+namespace softmrc::softmrcd {
+
+using shm::Cqe;
+using shm::CqeOpcode;
+using shm::Msg;
+using shm::MsgType;
+using shm::WcStatus;
+using shm::WorkRequest;
+using shm::WrOpcode;
+
+namespace {
+
+constexpr uint32_t kQpBudget = 32;     // descriptors per QP per pass
+constexpr uint32_t kPassBudget = 256;  // descriptors per pass, all QPs
+constexpr uint32_t kEventRing = 1024;
+constexpr int kMaxClients = 256;
+
+WcStatus wc_status(engine::WcStatus s) {
+  switch (s) {
+    case engine::WcStatus::kSuccess:
+      return WcStatus::kSuccess;
+    case engine::WcStatus::kRetryExceeded:
+      return WcStatus::kRetryExcErr;
+    case engine::WcStatus::kRemoteAccessError:
+      return WcStatus::kRemAccessErr;
+    case engine::WcStatus::kRemoteInvalidRequest:
+      return WcStatus::kRemInvReqErr;
+    case engine::WcStatus::kFlushed:
+      return WcStatus::kWrFlushErr;
+  }
+  return WcStatus::kGeneralErr;
+}
+
+// The 16-byte GID of an endpoint: its plane-0 address, IPv4 mapped.
+void gid_of(const EndpointSpec& e, uint8_t out[16]) {
+  const PlaneSpec& p = e.planes[0];
+  if (p.ip_version == wire::IpVersion::kV6) {
+    std::memcpy(out, p.ip, 16);
+    return;
+  }
+  std::memset(out, 0, 16);
+  out[10] = out[11] = 0xff;
+  std::memcpy(out + 12, p.ip, 4);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------
+// AppStage: the lcore's half.
+
+void AppStage::init(uint32_t max_qps, uint32_t max_regions) {
+  qps_.assign(max_qps, nullptr);
+  live_qps_.reserve(max_qps);
+  cqs_.reserve(max_qps * 2 + 64);
+  touched_.reserve(max_qps * 2 + 64);
+  region_slots_.assign(std::max<uint32_t>(max_regions, 1), shm::RegionEntry{});
+  regions_ = shm::RegionTable(region_slots_.data(), static_cast<uint32_t>(region_slots_.size()));
+  const size_t bytes = shm::ring_bytes(kEventRing, sizeof(AppEvent));
+  event_ring_.reset(
+      static_cast<unsigned char*>(::operator new (bytes, std::align_val_t{shm::kCacheLine})));
+  shm::format_ring(event_ring_.get());
+  events_in_.attach(event_ring_.get(), kEventRing);
+  events_out_.attach(event_ring_.get(), kEventRing);
+}
+
+void AppStage::add_cq(AppCq* cq) {
+  cqs_.push_back(cq);
+}
+
+void AppStage::remove_cq(AppCq* cq) {
+  cqs_.erase(std::remove(cqs_.begin(), cqs_.end(), cq), cqs_.end());
+  touched_.erase(std::remove(touched_.begin(), touched_.end(), cq), touched_.end());
+}
+
+void AppStage::add_qp(uint32_t qpn, AppQp* qp) {
+  qps_[qpn - 1] = qp;
+  live_qps_.push_back(qpn);
+}
+
+void AppStage::remove_qp(uint32_t qpn) {
+  if (qpn - 1 >= qps_.size()) return;
+  qps_[qpn - 1] = nullptr;
+  live_qps_.erase(std::remove(live_qps_.begin(), live_qps_.end(), qpn), live_qps_.end());
+}
+
+void AppStage::poll(engine::Endpoint& ep) {
+  const size_t n = live_qps_.size();
+  if (n == 0) return;
+  uint32_t budget = kPassBudget;
+  const size_t start = next_qp_++ % n;
+  for (size_t i = 0; i < n && budget > 0; ++i) {
+    const uint32_t qpn = live_qps_[(start + i) % n];
+    const uint32_t take = std::min(budget, kQpBudget);
+    drain_qp(ep, qpn, *qps_[qpn - 1], take);
+    budget -= take;
+  }
+  notify();
+}
+
+void AppStage::drain_qp(engine::Endpoint& ep, uint32_t qpn, AppQp& q, uint32_t budget) {
+  while (q.stash_n > 0) {
+    if (!post_one(ep, qpn, q, q.stash[q.stash_at])) return;
+    ++q.stash_at;
+    --q.stash_n;
+  }
+  WorkRequest wr[kQpBudget];
+  const uint32_t n = q.ring.dequeue_burst(wr, std::min(budget, kQpBudget));
+  if (q.ring.corrupt() && !q.ring_reported) {
+    // A producer index that cannot be right: the ring moves nothing more,
+    // and the QP fails as a QP whose retries ran out would.
+    q.ring_reported = true;
+    ++bad_descriptors_;
+    engine::QpAttr a;
+    a.state = engine::QpState::kError;
+    (void)ep.modify_qp(qpn, a, engine::kAttrState, 0);
+    AppEvent e{q.owner, {}};
+    e.msg.kind = uint32_t(shm::EventKind::kQpFatal);
+    e.msg.qpn = qpn;
+    e.msg.status = uint32_t(WcStatus::kBadRespErr);
+    raise(e);
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    if (post_one(ep, qpn, q, wr[i])) continue;
+    q.stash_at = 0;
+    q.stash_n = n - i;
+    std::memcpy(q.stash, wr + i, q.stash_n * sizeof(WorkRequest));
+    return;
+  }
+}
+
+bool AppStage::post_one(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const WorkRequest& w) {
+  const engine::Qp* eq = ep.qp(qpn);
+  const engine::QpState state = eq ? eq->state() : engine::QpState::kError;
+  if (w.opcode == uint8_t(WrOpcode::kRecv)) {
+    if (!ep.post_recv(qpn, engine::RecvRequest{w.wr_id}).ok())
+      error_cqe(q, qpn, w,
+                state == engine::QpState::kError ? WcStatus::kWrFlushErr : WcStatus::kLocQpOpErr,
+                0);
+    return true;
+  }
+  const WcStatus st = shm::check_work_request(w, q.owner, regions_, shm::kMaxMsgBytes);
+  if (st != WcStatus::kSuccess) {
+    ++bad_descriptors_;
+    error_cqe(q, qpn, w, st, 0);
+    return true;
+  }
+  if (state != engine::QpState::kRts) {
+    error_cqe(q, qpn, w,
+              state == engine::QpState::kError ? WcStatus::kWrFlushErr : WcStatus::kLocQpOpErr, 0);
+    return true;
+  }
+  if (eq->send_queue_depth() >= q.max_send_wr) return false;
+  engine::WriteRequest r;
+  r.wr_id = w.wr_id;
+  r.local_addr = w.local_addr;
+  r.length = w.length;
+  r.lkey = w.lkey;
+  r.remote_addr = w.remote_addr;
+  r.rkey = w.rkey;
+  r.with_imm = w.opcode == uint8_t(WrOpcode::kWriteImm);
+  r.imm = ntohl(w.imm);
+  r.signaled = q.sig_all || (w.flags & shm::kWrSignaled);
+  if (!ep.post_write(qpn, r).ok()) error_cqe(q, qpn, w, WcStatus::kGeneralErr, 1);
+  return true;
+}
+
+void AppStage::error_cqe(AppQp& q, uint32_t qpn, const WorkRequest& w, WcStatus st,
+                         uint32_t vendor_err) {
+  Cqe e{};
+  e.wr_id = w.wr_id;
+  e.qpn = qpn;
+  e.status = uint8_t(st);
+  e.vendor_err = vendor_err;
+  const bool recv = w.opcode == uint8_t(WrOpcode::kRecv);
+  e.opcode = uint8_t(recv                                       ? CqeOpcode::kRecvWriteImm
+                     : w.opcode == uint8_t(WrOpcode::kWriteImm) ? CqeOpcode::kWriteImm
+                                                                : CqeOpcode::kWrite);
+  complete(recv ? q.recv_cq : q.send_cq, e);
+}
+
+bool AppStage::on_completion(const engine::Completion& c) {
+  AppQp* q = qp(c.qpn);
+  if (q == nullptr) return false;
+  Cqe e{};
+  e.wr_id = c.wr_id;
+  e.qpn = c.qpn;
+  e.byte_len = c.byte_len;
+  e.status = uint8_t(wc_status(c.status));
+  const bool recv = c.opcode == engine::WcOpcode::kRecvWriteImm;
+  e.opcode = uint8_t(recv                                      ? CqeOpcode::kRecvWriteImm
+                     : c.opcode == engine::WcOpcode::kWriteImm ? CqeOpcode::kWriteImm
+                                                               : CqeOpcode::kWrite);
+  e.imm = recv ? htonl(c.imm) : 0;
+  complete(recv ? q->recv_cq : q->send_cq, e);
+  return true;
+}
+
+void AppStage::complete(AppCq* cq, const Cqe& e) {
+  if (!cq->touched) {
+    cq->touched = true;
+    touched_.push_back(cq);  // reserved for every CQ: no allocation
+  }
+  if (cq->backlog.empty() && cq->ring.enqueue_burst(&e, 1) == 1) return;
+  if (cq->backlog.push(e)) return;
+  cq->ctrl->overflow.fetch_add(1, std::memory_order_relaxed);
+  if (!cq->overflow_reported) {
+    cq->overflow_reported = true;
+    AppEvent ev{cq->owner, {}};
+    ev.msg.kind = uint32_t(shm::EventKind::kCqErr);
+    ev.msg.cq = cq->id;
+    raise(ev);
+  }
+}
+
+void AppStage::notify() {
+  for (AppCq* cq : touched_) {
+    cq->touched = false;
+    // What waited for room goes first, in order.
+    while (!cq->backlog.empty() && cq->ring.enqueue_burst(&cq->backlog.front(), 1) == 1)
+      cq->backlog.pop();
+    if (!cq->backlog.empty()) {
+      cq->touched = true;  // try again next pass
+      continue;
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (cq->efd >= 0 && cq->ctrl->armed.exchange(0, std::memory_order_seq_cst) != 0) {
+      cq->ctrl->fired.store(1, std::memory_order_release);
+      const uint64_t one = 1;
+      (void)!::write(cq->efd, &one, sizeof(one));
+    }
+  }
+  std::erase_if(touched_, [](const AppCq* cq) { return !cq->touched; });
+}
+
+bool AppStage::on_event(const engine::Event& e) {
+  if (e.type != engine::EventType::kQpError) return false;
+  AppQp* q = qp(e.qpn);
+  if (q == nullptr) return false;
+  AppEvent ev{q->owner, {}};
+  ev.msg.kind = uint32_t(shm::EventKind::kQpFatal);
+  ev.msg.qpn = e.qpn;
+  ev.msg.status = uint32_t(wc_status(e.status));
+  raise(ev);
+  return true;
+}
+
+void AppStage::on_plane(uint32_t plane, bool up) {
+  AppEvent ev{0, {}};
+  ev.msg.kind = uint32_t(up ? shm::EventKind::kPortActive : shm::EventKind::kPortErr);
+  ev.msg.plane = plane;
+  raise(ev);
+}
+
+// ---------------------------------------------------------------------
+// AppServer: the control thread's half.
+
+struct AppServer::Client {
+  int fd = -1;
+  uint32_t owner = 0;
+  Listener* l = nullptr;
+  bool hello = false;
+  uint32_t next_id = 1;
+  struct Region {
+    shm::Mapping mem;
+  };
+  struct Cq {
+    std::unique_ptr<AppCq> cq;
+    shm::Mapping mem;
+    uint32_t channel = 0;
+  };
+  struct Qp {
+    std::unique_ptr<AppQp> qp;
+    shm::Mapping mem;
+    uint32_t send_cq = 0, recv_cq = 0;
+    uint64_t ev_profile_id = 0, cc_profile_id = 0;
+    uint8_t dgid[16] = {};
+  };
+  std::map<uint32_t, Region> regions;  // by key
+  std::vector<shm::Mapping> retired;   // deregistered while a send may still read them
+  std::map<uint32_t, Cq> cqs;          // by id
+  std::map<uint32_t, int> channels;    // id -> eventfd
+  std::map<uint32_t, Qp> qps;          // by QPN
+};
+
+AppServer::AppServer() = default;
+
+AppServer::~AppServer() {
+  close();
+}
+
+bool AppServer::setup(const Config& cfg,
+                      const std::vector<std::unique_ptr<EndpointTask>>& endpoints,
+                      std::string* err) {
+  cfg_ = &cfg;
+  for (auto& t : endpoints) {
+    const EndpointSpec& spec = cfg.endpoints[t->index()];
+    if (spec.app_socket.empty()) continue;
+    const std::string key = spec.key + ".app_socket";
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, spec.app_socket.c_str(), sizeof(addr.sun_path) - 1);
+    // A socket file left by a daemon that died is replaced; anything else
+    // at the path is not ours to remove.
+    struct stat st {};
+    if (::lstat(addr.sun_path, &st) == 0) {
+      if (!S_ISSOCK(st.st_mode)) {
+        *err = key + ": '" + spec.app_socket + "' exists and is not a socket";
+        return false;
+      }
+      const int probe = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+      const bool live = ::connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+      ::close(probe);
+      if (live) {
+        *err = key + ": '" + spec.app_socket + "' is in use by another daemon";
+        return false;
+      }
+      ::unlink(addr.sun_path);
+    }
+    Listener l;
+    l.fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (l.fd < 0 || ::bind(l.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        ::listen(l.fd, 16) != 0) {
+      *err = key + ": cannot listen on '" + spec.app_socket + "': " + std::strerror(errno);
+      if (l.fd >= 0) ::close(l.fd);
+      return false;
+    }
+    l.path = spec.app_socket;
+    l.task = t.get();
+    l.endpoint = t->index();
+    l.stage = std::make_unique<AppStage>();
+    l.stage->init(cfg.limits.max_qps, cfg.limits.max_regions);
+    t->set_app_stage(l.stage.get());
+    std::printf("softmrcd: %s: applications connect to %s\n", spec.name.c_str(),
+                spec.app_socket.c_str());
+    listeners_.push_back(std::move(l));
+  }
+  std::fflush(stdout);
+  return true;
+}
+
+void AppServer::add_fds(std::vector<pollfd>* fds) {
+  for (Listener& l : listeners_) fds->push_back(pollfd{l.fd, POLLIN, 0});
+  for (auto& c : clients_) fds->push_back(pollfd{c->fd, POLLIN, 0});
+}
+
+void AppServer::step(const pollfd* ready, size_t count, uint64_t /*now_ns*/) {
+  // `ready` matches the fds of add_fds: listeners first, then clients.
+  const size_t nl = listeners_.size();
+  const size_t nc = std::min(clients_.size(), count - std::min(count, nl));
+  std::vector<Client*> gone;
+  for (size_t i = 0; i < nc; ++i) {
+    const short ev = ready[nl + i].revents;
+    if (ev == 0) continue;
+    if (!serve(*clients_[i])) gone.push_back(clients_[i].get());
+  }
+  for (Client* c : gone) drop(*c);
+  for (size_t i = 0; i < nl && i < count; ++i)
+    if (ready[i].revents & POLLIN) accept_on(listeners_[i]);
+  for (Listener& l : listeners_) send_events(l);
+}
+
+void AppServer::accept_on(Listener& l) {
+  for (;;) {
+    const int fd = ::accept4(l.fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    if (clients_.size() >= kMaxClients) {
+      ::close(fd);
+      continue;
+    }
+    auto c = std::make_unique<Client>();
+    c->fd = fd;
+    c->owner = next_owner_++;
+    c->l = &l;
+    clients_.push_back(std::move(c));
+  }
+}
+
+void AppServer::send_events(Listener& l) {
+  AppEvent ev[32];
+  uint32_t n;
+  while ((n = l.stage->take_events(ev, 32)) > 0) {
+    for (uint32_t i = 0; i < n; ++i) {
+      Msg m{};
+      m.magic = shm::kAppMagic;
+      m.type = uint16_t(MsgType::kEvent);
+      m.u.event = ev[i].msg;
+      for (auto& c : clients_)
+        if (c->l == &l && c->hello && (ev[i].owner == 0 || ev[i].owner == c->owner))
+          (void)::send(c->fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+  }
+}
+
+bool AppServer::serve(Client& c) {
+  Msg req{};
+  iovec iov{&req, sizeof(req)};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+  msghdr h{};
+  h.msg_iov = &iov;
+  h.msg_iovlen = 1;
+  h.msg_control = control;
+  h.msg_controllen = sizeof(control);
+  const ssize_t n = ::recvmsg(c.fd, &h, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+  // Every descriptor that came along is ours to close, however many.
+  std::vector<int> fds;
+  for (cmsghdr* cm = CMSG_FIRSTHDR(&h); cm != nullptr; cm = CMSG_NXTHDR(&h, cm))
+    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+      for (size_t k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++k) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+        fds.push_back(fd);
+      }
+  if (n <= 0) {
+    for (int fd : fds) ::close(fd);
+    return false;
+  }
+  Msg rep{};
+  rep.magic = shm::kAppMagic;
+  rep.type = req.type | shm::kReplyBit;
+  rep.seq = req.seq;
+  const char* why = "ok";
+  const bool truncated = (h.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
+  int st = truncated ? EPROTO
+                     : shm::validate_message(req, static_cast<size_t>(n), fds.size() == 1, &why);
+  if (truncated) why = "message or descriptors truncated";
+  if (st == 0 && fds.size() > 1) {
+    st = EBADF;
+    why = "more than one file descriptor";
+  }
+  if (st == 0 && !c.hello && req.type != uint16_t(MsgType::kHello)) {
+    st = EPROTO;
+    why = "hello first";
+  }
+  if (st == 0) {
+    handle(c, req, fds.empty() ? -1 : fds[0], &rep);
+  } else {
+    rep.status = st;
+    std::snprintf(rep.detail, sizeof(rep.detail), "%s", why);
+  }
+  for (int fd : fds) ::close(fd);
+  // Never wait for an application: one that does not read its replies
+  // (its socket buffer is full) is dropped rather than stall the thread.
+  return ::send(c.fd, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT) ==
+         static_cast<ssize_t>(sizeof(rep));
+}
+
+namespace {
+
+void refuse(Msg* rep, int st, const char* why) {
+  rep->status = st;
+  std::snprintf(rep->detail, sizeof(rep->detail), "%s", why);
+}
+
+// Engine QP states and the API's are numbered alike.
+engine::QpState to_engine(uint32_t s) {
+  return static_cast<engine::QpState>(s);
+}
+
+}  // namespace
+
+void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
+  Listener& l = *c.l;
+  EndpointTask& task = *l.task;
+  AppStage& stage = *l.stage;
+  const Config& cfg = *cfg_;
+  const EndpointSpec& spec = cfg.endpoints[l.endpoint];
+  switch (static_cast<MsgType>(req.type)) {
+    case MsgType::kHello: {
+      if (req.u.hello.protocol_version != shm::kAppProtocolVersion)
+        return refuse(rep, EPROTO, "protocol version differs from the daemon's");
+      if (req.u.hello.api_version >> 16 != SMRC_API_VERSION_MAJOR)
+        return refuse(rep, EPROTO, "API major version differs from the daemon's");
+      c.hello = true;
+      shm::HelloRep& h = rep->u.hello_rep;
+      std::snprintf(h.name, sizeof(h.name), "%s", spec.name.c_str());
+      gid_of(spec, h.gid);
+      h.api_version = SMRC_API_VERSION;
+      h.num_planes = static_cast<uint32_t>(spec.planes.size());
+      h.max_qp = cfg.limits.max_qps;
+      h.max_mr = cfg.limits.max_regions;
+      h.max_cq = shm::kMaxCqsPerClient;
+      h.max_cqe = shm::kMaxCqe;
+      h.max_qp_wr = std::min({cfg.limits.max_send_wr, cfg.limits.max_recv_wr, shm::kMaxQpWr});
+      h.path_mtu = cfg.path_mtu;
+      h.max_mr_size = shm::kMaxMrBytes;
+      h.max_msg_size = shm::kMaxMsgBytes;
+      h.max_wimm = cfg.limits.max_wimm;
+      h.max_mpr = cfg.limits.max_mpr;
+      h.max_timeout = engine::kMaxTimeout;
+      h.device_cap_flags =
+          SMRC_DEVICE_CAP_DYNAMIC_MPR | SMRC_DEVICE_CAP_TRIM_NACK | SMRC_DEVICE_CAP_SVC_TIME;
+      h.num_ev_profiles = static_cast<uint32_t>(cfg.ev_profiles.size());
+      h.num_cc_profiles = static_cast<uint32_t>(cfg.cc_profiles.size());
+      return;
+    }
+    case MsgType::kQueryProfile: {
+      const auto& q = req.u.query_profile;
+      uint64_t id = 0;
+      if (q.kind == SMRC_PROFILE_EV) {
+        for (size_t i = 0; i < cfg.ev_profiles.size(); ++i)
+          if (cfg.ev_profiles[i].name == q.name) id = i + 1;
+      } else {
+        for (size_t i = 0; i < cfg.cc_profiles.size(); ++i)
+          if (cfg.cc_profiles[i].name == q.name) id = i + 1;
+      }
+      if (id == 0) return refuse(rep, ENOENT, "no profile of that name");
+      rep->u.query_profile_rep.id = id;
+      return;
+    }
+    case MsgType::kRegMr: {
+      const shm::RegMrReq& r = req.u.reg_mr;
+      shm::Mapping mem;
+      const char* why = "ok";
+      if (const int st = shm::map_shared(fd, r.length, &mem, &why); st != 0)
+        return refuse(rep, st, why);
+      engine::Region region;
+      region.va = r.addr;
+      region.length = r.length;
+      region.host = static_cast<uint8_t*>(mem.addr);
+      region.access = engine::kAccessLocalWrite |
+                      ((r.access & SMRC_ACCESS_REMOTE_WRITE) ? engine::kAccessRemoteWrite : 0);
+      uint32_t key = 0;
+      bool ok = false;
+      task.call([&](EndpointTask& t, uint64_t) {
+        if (!t.engine().register_region(region, &key).ok()) return;
+        ok = stage.add_region(shm::RegionEntry{key, c.owner, r.addr, r.length});
+        if (!ok) (void)t.engine().deregister_region(key);
+      });
+      if (!ok) {
+        shm::unmap_shared(&mem);
+        return refuse(rep, ENOMEM, "the endpoint's region table is full (limits.max_regions)");
+      }
+      c.regions[key].mem = mem;
+      rep->u.reg_mr_rep.key = key;
+      return;
+    }
+    case MsgType::kDeregMr: {
+      const uint32_t key = req.u.key.id;
+      auto it = c.regions.find(key);
+      if (it == c.regions.end()) return refuse(rep, EINVAL, "no region of this application");
+      bool idle = true;
+      task.call([&](EndpointTask& t, uint64_t) {
+        stage.remove_region(key);
+        (void)t.engine().deregister_region(key);
+        // A send queued from it holds a pointer into the mapping.
+        for (auto& [qpn, q] : c.qps)
+          if (const engine::Qp* eq = t.engine().qp(qpn); eq && eq->send_queue_depth() > 0)
+            idle = false;
+      });
+      if (idle)
+        shm::unmap_shared(&it->second.mem);
+      else
+        c.retired.push_back(it->second.mem);  // unmapped when the application goes
+      c.regions.erase(it);
+      return;
+    }
+    case MsgType::kCreateChannel: {
+      if (c.channels.size() >= shm::kMaxChannelsPerClient)
+        return refuse(rep, ENOMEM, "too many completion channels");
+      const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+      if (own < 0) return refuse(rep, EMFILE, "cannot keep the eventfd");
+      const uint32_t id = c.next_id++;
+      c.channels[id] = own;
+      rep->u.id_rep.id = id;
+      return;
+    }
+    case MsgType::kDestroyChannel: {
+      auto it = c.channels.find(req.u.key.id);
+      if (it == c.channels.end()) return refuse(rep, EINVAL, "no such channel");
+      for (auto& [id, cq] : c.cqs)
+        if (cq.channel == it->first) return refuse(rep, EBUSY, "a CQ still uses the channel");
+      ::close(it->second);
+      c.channels.erase(it);
+      return;
+    }
+    case MsgType::kCreateCq: {
+      const shm::CreateCqReq& r = req.u.create_cq;
+      if (c.cqs.size() >= shm::kMaxCqsPerClient) return refuse(rep, ENOMEM, "too many CQs");
+      int efd = -1;
+      if (r.channel != 0) {
+        auto ch = c.channels.find(r.channel);
+        if (ch == c.channels.end()) return refuse(rep, EINVAL, "no such channel");
+        efd = ch->second;
+      }
+      Client::Cq cq;
+      const char* why = "ok";
+      if (const int st = shm::map_shared(fd, shm::cq_bytes(r.capacity), &cq.mem, &why); st != 0)
+        return refuse(rep, st, why);
+      auto* ctrl = new (cq.mem.addr) shm::CqControl;
+      ctrl->armed.store(0);
+      ctrl->fired.store(0);
+      ctrl->overflow.store(0);
+      void* ring = static_cast<char*>(cq.mem.addr) + shm::cq_ring_offset();
+      shm::format_ring(ring);
+      cq.cq = std::make_unique<AppCq>();
+      cq.cq->id = c.next_id++;
+      cq.cq->owner = c.owner;
+      cq.cq->ctrl = ctrl;
+      cq.cq->ring.attach(ring, r.capacity);
+      cq.cq->backlog.init(r.capacity);
+      cq.cq->efd = efd;
+      cq.channel = r.channel;
+      AppCq* p = cq.cq.get();
+      task.call([&](EndpointTask&, uint64_t) { stage.add_cq(p); });
+      rep->u.id_rep.id = p->id;
+      c.cqs[p->id] = std::move(cq);
+      return;
+    }
+    case MsgType::kDestroyCq: {
+      auto it = c.cqs.find(req.u.key.id);
+      if (it == c.cqs.end()) return refuse(rep, EINVAL, "no such CQ");
+      for (auto& [qpn, q] : c.qps)
+        if (q.send_cq == it->first || q.recv_cq == it->first)
+          return refuse(rep, EBUSY, "a QP still uses the CQ");
+      AppCq* p = it->second.cq.get();
+      task.call([&](EndpointTask&, uint64_t) { stage.remove_cq(p); });
+      shm::unmap_shared(&it->second.mem);
+      c.cqs.erase(it);
+      return;
+    }
+    case MsgType::kCreateQp: {
+      const shm::CreateQpReq& r = req.u.create_qp;
+      auto scq = c.cqs.find(r.send_cq), rcq = c.cqs.find(r.recv_cq);
+      if (scq == c.cqs.end() || rcq == c.cqs.end())
+        return refuse(rep, EINVAL, "no such CQ (send or receive)");
+      if (r.max_send_wr == 0 || r.max_send_wr > cfg.limits.max_send_wr ||
+          r.max_recv_wr > cfg.limits.max_recv_wr)
+        return refuse(rep, EINVAL, "max_send_wr or max_recv_wr over the endpoint's limits");
+      Client::Qp q;
+      const char* why = "ok";
+      if (const int st = shm::map_shared(fd, shm::qp_bytes(r.ring_capacity), &q.mem, &why); st != 0)
+        return refuse(rep, st, why);
+      shm::format_ring(q.mem.addr);
+      q.qp = std::make_unique<AppQp>();
+      q.qp->owner = c.owner;
+      q.qp->max_send_wr = r.max_send_wr;
+      q.qp->sig_all = r.sq_sig_all != 0;
+      q.qp->send_cq = scq->second.cq.get();
+      q.qp->recv_cq = rcq->second.cq.get();
+      q.qp->ring.attach(q.mem.addr, r.ring_capacity);
+      q.send_cq = r.send_cq;
+      q.recv_cq = r.recv_cq;
+      uint32_t qpn = 0;
+      AppQp* p = q.qp.get();
+      task.call([&](EndpointTask& t, uint64_t) {
+        if (t.engine().create_qp(&qpn).ok()) stage.add_qp(qpn, p);
+      });
+      if (qpn == 0) {
+        shm::unmap_shared(&q.mem);
+        return refuse(rep, ENOMEM, "the endpoint's QP table is full (limits.max_qps)");
+      }
+      rep->u.create_qp_rep.qpn = qpn;
+      c.qps[qpn] = std::move(q);
+      return;
+    }
+    case MsgType::kDestroyQp: {
+      auto it = c.qps.find(req.u.key.id);
+      if (it == c.qps.end()) return refuse(rep, EINVAL, "no QP of this application");
+      const uint32_t qpn = it->first;
+      task.call([&](EndpointTask& t, uint64_t) {
+        stage.remove_qp(qpn);
+        (void)t.engine().destroy_qp(qpn);
+      });
+      shm::unmap_shared(&it->second.mem);
+      c.qps.erase(it);
+      return;
+    }
+    case MsgType::kModifyQp:
+    case MsgType::kQueryQp: {
+      const bool modify = req.type == uint16_t(MsgType::kModifyQp);
+      const uint32_t qpn = modify ? req.u.modify_qp.qpn : req.u.key.id;
+      auto it = c.qps.find(qpn);
+      if (it == c.qps.end()) return refuse(rep, EINVAL, "no QP of this application");
+      Client::Qp& cq = it->second;
+      if (!modify) {
+        shm::WireQpAttr& w = rep->u.query_qp_rep.attr;
+        task.call([&](EndpointTask& t, uint64_t) {
+          const engine::Qp* q = t.engine().qp(qpn);
+          if (q == nullptr) return;
+          const engine::QpAttr& a = q->attr();
+          w.qp_state = uint32_t(q->state());
+          w.path_mtu = a.path_mtu;
+          w.dest_qp_num = a.dest_qpn;
+          w.rq_psn = a.rq_psn;
+          w.sq_psn = a.sq_psn;
+          w.caps = a.caps;
+          w.max_wimm_dest = a.max_wimm_dest;
+          w.max_wimm = a.max_wimm;
+          w.mpr_dest = a.mpr_dest;
+          w.mpr = a.mpr;
+          w.timeout = a.timeout;
+          w.retry_linear = a.retry_linear;
+          w.retry_exp = a.retry_exp;
+        });
+        w.ev_profile_id = cq.ev_profile_id;
+        w.cc_profile_id = cq.cc_profile_id;
+        std::memcpy(w.dgid, cq.dgid, 16);
+        return;
+      }
+      const uint32_t mask = req.u.modify_qp.mask;
+      const shm::WireQpAttr& w = req.u.modify_qp.attr;
+      int st = 0;
+      const char* why = "ok";
+      uint32_t peer = engine::kUnknownPeer;
+      if (mask & SMRC_QP_AV) {
+        for (uint32_t i = 0; i < cfg.endpoints.size(); ++i) {
+          uint8_t g[16];
+          gid_of(cfg.endpoints[i], g);
+          if (std::memcmp(g, w.dgid, 16) == 0) peer = i;
+        }
+      }
+      const auto in_profiles = [](uint64_t id, size_t n, uint32_t dflt, uint32_t* out) {
+        if (id > n) return false;
+        *out = id == 0 ? dflt : static_cast<uint32_t>(id - 1);
+        return true;
+      };
+      uint32_t evp = 0, ccp = 0;
+      if (!in_profiles((mask & SMRC_QP_EV_PROFILE) ? w.ev_profile_id : 0, cfg.ev_profiles.size(),
+                       cfg.qp.ev_profile, &evp) ||
+          !in_profiles((mask & SMRC_QP_CC_PROFILE) ? w.cc_profile_id : 0, cfg.cc_profiles.size(),
+                       cfg.qp.cc_profile, &ccp))
+        return refuse(rep, ENOENT, "no EV or CC profile of that id");
+      task.call([&](EndpointTask& t, uint64_t now) {
+        engine::Endpoint& ep = t.engine();
+        const engine::Qp* q = ep.qp(qpn);
+        if (q == nullptr) {
+          st = EINVAL;
+          why = "QP gone";
+          return;
+        }
+        const engine::QpState from = q->state();
+        const engine::QpState to = (mask & SMRC_QP_STATE) ? to_engine(w.qp_state) : from;
+        engine::QpAttr a;
+        a.state = to;
+        uint32_t em = engine::kAttrState;
+        uint32_t allowed = SMRC_QP_STATE, required = 0;
+        std::vector<engine::EvEntry> evs;
+        if (from == engine::QpState::kReset && to == engine::QpState::kInit) {
+          allowed |= SMRC_QP_EV_PROFILE | SMRC_QP_CC_PROFILE;
+          const EvProfileSpec& p = cfg.ev_profiles[evp];
+          evs = ev_entries(p, t.num_planes(), spec.ev_mode);
+          a.evs = evs;
+          a.ev_config.min_active = p.min_active;
+          a.ev_config.policy = p.spray;
+          a.ev_config.probe_initial_ns = p.probe_initial_ns;
+          a.ev_config.probe_max_ns = p.probe_max_ns;
+          a.ev_config.ecn_avoid_ns = p.ecn_avoid_ns;
+          a.ev_config.num_planes = static_cast<uint8_t>(t.num_planes());
+          a.cc = cfg.cc_profiles[ccp].profile;
+          em |= engine::kAttrEvProfile | engine::kAttrCcProfile;
+        } else if (from == engine::QpState::kInit && to == engine::QpState::kRtr) {
+          allowed |= SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN | SMRC_QP_PATH_MTU |
+                     SMRC_QP_MPR_DEST | SMRC_QP_MAX_WIMM_DEST | SMRC_QP_CAPS;
+          required = SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN;
+          a.peer = peer;
+          a.dest_qpn = w.dest_qp_num;
+          a.rq_psn = w.rq_psn;
+          a.path_mtu = (mask & SMRC_QP_PATH_MTU) ? w.path_mtu : cfg.path_mtu;
+          a.mpr_dest = (mask & SMRC_QP_MPR_DEST) ? w.mpr_dest : cfg.qp.mpr;
+          a.max_wimm_dest = (mask & SMRC_QP_MAX_WIMM_DEST) ? w.max_wimm_dest : cfg.qp.max_wimm;
+          a.caps = w.caps;
+          em |= engine::kAttrDest | engine::kAttrPathMtu | engine::kAttrRqPsn |
+                engine::kAttrMprDest | engine::kAttrMaxWimmDest |
+                ((mask & SMRC_QP_CAPS) ? engine::kAttrCaps : 0);
+        } else if (from == engine::QpState::kRtr && to == engine::QpState::kRts) {
+          allowed |= SMRC_QP_SQ_PSN | SMRC_QP_MPR | SMRC_QP_MAX_WIMM | SMRC_QP_TIMEOUT |
+                     SMRC_QP_RETRY_CNT | SMRC_QP_CAPS;
+          required = SMRC_QP_SQ_PSN;
+          a.sq_psn = w.sq_psn;
+          a.mpr = (mask & SMRC_QP_MPR) ? w.mpr : cfg.qp.mpr;
+          a.max_wimm = (mask & SMRC_QP_MAX_WIMM) ? w.max_wimm : cfg.qp.max_wimm;
+          a.timeout = (mask & SMRC_QP_TIMEOUT) ? w.timeout : cfg.qp.timeout;
+          a.retry_linear = (mask & SMRC_QP_RETRY_CNT) ? w.retry_linear : cfg.qp.retry_linear;
+          a.retry_exp = (mask & SMRC_QP_RETRY_CNT) ? w.retry_exp : cfg.qp.retry_exp;
+          a.caps = w.caps;
+          em |= engine::kAttrSqPsn | engine::kAttrMpr | engine::kAttrMaxWimm |
+                engine::kAttrTimeout | engine::kAttrRetryCnt |
+                ((mask & SMRC_QP_CAPS) ? engine::kAttrCaps : 0);
+        } else if (from == engine::QpState::kRts && to == engine::QpState::kRts) {
+          allowed |= SMRC_QP_TIMEOUT | SMRC_QP_RETRY_CNT;
+          a.timeout = w.timeout;
+          a.retry_linear = w.retry_linear;
+          a.retry_exp = w.retry_exp;
+          em |= ((mask & SMRC_QP_TIMEOUT) ? engine::kAttrTimeout : 0) |
+                ((mask & SMRC_QP_RETRY_CNT) ? engine::kAttrRetryCnt : 0);
+        }
+        if (mask & ~allowed) {
+          st = EINVAL;
+          why = "attribute not settable in this transition (or the transition does not exist)";
+          return;
+        }
+        if ((mask & required) != required) {
+          st = EINVAL;
+          why = "required attribute missing (RTR: AV, DEST_QPN, RQ_PSN; RTS: SQ_PSN)";
+          return;
+        }
+        if ((required & SMRC_QP_AV) && peer == engine::kUnknownPeer) {
+          st = EHOSTUNREACH;
+          why = "dgid names no configured endpoint or peer";
+          return;
+        }
+        if ((em & engine::kAttrPathMtu) && a.path_mtu > cfg.path_mtu) {
+          st = EINVAL;
+          why = "path_mtu over the endpoint's";
+          return;
+        }
+        if (engine::Status s = ep.modify_qp(qpn, a, em, now); !s.ok()) {
+          st = EINVAL;
+          why = s.reason();
+        }
+      });
+      if (st != 0) return refuse(rep, st, why);
+      if (mask & SMRC_QP_EV_PROFILE) cq.ev_profile_id = w.ev_profile_id;
+      if (mask & SMRC_QP_CC_PROFILE) cq.cc_profile_id = w.cc_profile_id;
+      if (mask & SMRC_QP_AV) std::memcpy(cq.dgid, w.dgid, 16);
+      return;
+    }
+    case MsgType::kEvent:
+      break;
+  }
+  refuse(rep, EINVAL, "unknown message type");
+}
+
+// The application is gone: its QPs first (nothing more is sent from or
+// placed into its memory once they and its regions left the engine, all in
+// one call on the lcore), then everything it shared is unmapped.
+void AppServer::drop(Client& c) {
+  AppStage& stage = *c.l->stage;
+  c.l->task->call([&](EndpointTask& t, uint64_t) {
+    for (auto& [qpn, q] : c.qps) {
+      stage.remove_qp(qpn);
+      (void)t.engine().destroy_qp(qpn);
+    }
+    for (auto& [id, cq] : c.cqs) stage.remove_cq(cq.cq.get());
+    for (auto& [key, r] : c.regions) {
+      stage.remove_region(key);
+      (void)t.engine().deregister_region(key);
+    }
+  });
+  std::printf("softmrcd: %s: application %u went away: %zu QPs destroyed, %zu regions freed\n",
+              cfg_->endpoints[c.l->endpoint].name.c_str(), c.owner, c.qps.size(), c.regions.size());
+  std::fflush(stdout);
+  for (auto& [qpn, q] : c.qps) shm::unmap_shared(&q.mem);
+  for (auto& [id, cq] : c.cqs) shm::unmap_shared(&cq.mem);
+  for (auto& [key, r] : c.regions) shm::unmap_shared(&r.mem);
+  for (shm::Mapping& m : c.retired) shm::unmap_shared(&m);
+  for (auto& [id, efd] : c.channels) ::close(efd);
+  ::close(c.fd);
+  std::erase_if(clients_, [&](const std::unique_ptr<Client>& p) { return p.get() == &c; });
+}
+
+// The lcores have stopped: nothing is placed any more.
+void AppServer::close() {
+  for (auto& c : clients_) {
+    for (auto& [qpn, q] : c->qps) shm::unmap_shared(&q.mem);
+    for (auto& [id, cq] : c->cqs) shm::unmap_shared(&cq.mem);
+    for (auto& [key, r] : c->regions) shm::unmap_shared(&r.mem);
+    for (shm::Mapping& m : c->retired) shm::unmap_shared(&m);
+    for (auto& [id, efd] : c->channels) ::close(efd);
+    ::close(c->fd);
+  }
+  clients_.clear();
+  for (Listener& l : listeners_) {
+    if (l.task) l.task->set_app_stage(nullptr);
+    ::close(l.fd);
+    ::unlink(l.path.c_str());
+  }
+  listeners_.clear();
+}
+
+}  // namespace softmrc::softmrcd

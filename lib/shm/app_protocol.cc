@@ -1,0 +1,142 @@
+// The daemon's checks of what an application sends it (see app_protocol.h).
+#include "shm/app_protocol.h"
+
+#include <cerrno>
+#include <cstring>
+
+namespace softmrc::shm {
+
+namespace {
+
+bool terminated(const char* s, size_t n) {
+  return std::memchr(s, '\0', n) != nullptr;
+}
+
+bool pow2_in(uint32_t v, uint32_t max) {
+  return v >= 2 && v <= max && (v & (v - 1)) == 0;
+}
+
+}  // namespace
+
+int validate_message(const Msg& m, size_t bytes, bool has_fd, const char** why) {
+  *why = "ok";
+  if (bytes != sizeof(Msg)) {
+    *why = "message of the wrong size";
+    return EPROTO;
+  }
+  if (m.magic != kAppMagic) {
+    *why = "bad magic";
+    return EPROTO;
+  }
+  if (m.type < uint16_t(MsgType::kHello) || m.type >= uint16_t(MsgType::kEvent)) {
+    *why = "unknown message type";
+    return EINVAL;
+  }
+  const auto type = static_cast<MsgType>(m.type);
+  if (has_fd != carries_fd(type)) {
+    *why = has_fd ? "a file descriptor where none belongs" : "file descriptor missing";
+    return EBADF;
+  }
+  switch (type) {
+    case MsgType::kQueryProfile:
+      if (m.u.query_profile.kind != 1 && m.u.query_profile.kind != 2) {
+        *why = "profile kind not EV (1) or CC (2)";
+        return EINVAL;
+      }
+      if (!terminated(m.u.query_profile.name, sizeof(m.u.query_profile.name))) {
+        *why = "profile name not terminated";
+        return EINVAL;
+      }
+      break;
+    case MsgType::kRegMr: {
+      const RegMrReq& r = m.u.reg_mr;
+      if (r.length == 0 || r.length > kMaxMrBytes) {
+        *why = "region length 0 or over the limit";
+        return EINVAL;
+      }
+      if (r.addr + r.length < r.addr) {
+        *why = "region wraps the address space";
+        return EINVAL;
+      }
+      if (r.access & ~uint32_t{(1u << 0) | (1u << 1) | (1u << 2) | (1u << 20)}) {
+        *why = "unknown access bits";
+        return EINVAL;
+      }
+      break;
+    }
+    case MsgType::kCreateCq:
+      if (!pow2_in(m.u.create_cq.capacity, kMaxCqe)) {
+        *why = "CQ capacity not a power of two in 2..65536";
+        return EINVAL;
+      }
+      break;
+    case MsgType::kCreateQp: {
+      const CreateQpReq& q = m.u.create_qp;
+      if (q.max_send_wr > kMaxQpWr || q.max_recv_wr > kMaxQpWr) {
+        *why = "max_send_wr or max_recv_wr over the limit";
+        return EINVAL;
+      }
+      if (!pow2_in(q.ring_capacity, 2 * kMaxQpWr) ||
+          q.ring_capacity < q.max_send_wr + q.max_recv_wr) {
+        *why = "ring capacity not a power of two >= max_send_wr + max_recv_wr";
+        return EINVAL;
+      }
+      break;
+    }
+    case MsgType::kModifyQp:
+      if (m.u.modify_qp.attr.qp_state > 4) {
+        *why = "unknown QP state";
+        return EINVAL;
+      }
+      break;
+    default:
+      break;
+  }
+  return 0;
+}
+
+bool RegionTable::add(const RegionEntry& e) {
+  const uint32_t i = e.key & 0xffff;
+  if (e.key == 0 || i >= num_ || slots_[i].key != 0) return false;
+  slots_[i] = e;
+  return true;
+}
+
+void RegionTable::remove(uint32_t key) {
+  const uint32_t i = key & 0xffff;
+  if (i < num_ && slots_[i].key == key) slots_[i] = RegionEntry{};
+}
+
+const RegionEntry* RegionTable::find(uint32_t key, uint32_t owner) const {
+  const uint32_t i = key & 0xffff;
+  if (key == 0 || i >= num_) return nullptr;
+  const RegionEntry& e = slots_[i];
+  return e.key == key && e.owner == owner ? &e : nullptr;
+}
+
+bool range_inside(const RegionEntry& r, uint64_t addr, uint64_t len) {
+  if (addr < r.va) return false;
+  const uint64_t off = addr - r.va;
+  return off <= r.length && len <= r.length - off;
+}
+
+WcStatus check_work_request(const WorkRequest& wr, uint32_t owner, const RegionTable& regions,
+                            uint32_t max_msg_bytes) {
+  switch (static_cast<WrOpcode>(wr.opcode)) {
+    case WrOpcode::kRecv:
+      return WcStatus::kSuccess;
+    case WrOpcode::kWrite:
+    case WrOpcode::kWriteImm:
+      break;
+    default:
+      return WcStatus::kLocQpOpErr;
+  }
+  if (wr.length > max_msg_bytes) return WcStatus::kLocLenErr;
+  if (wr.remote_addr + wr.length < wr.remote_addr) return WcStatus::kLocLenErr;
+  if (wr.length == 0) return WcStatus::kSuccess;
+  const RegionEntry* r = regions.find(wr.lkey, owner);
+  if (r == nullptr || !range_inside(*r, wr.local_addr, wr.length)) return WcStatus::kLocProtErr;
+  return WcStatus::kSuccess;
+}
+
+}  // namespace softmrc::shm

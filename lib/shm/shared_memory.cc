@@ -1,0 +1,82 @@
+// Sealed memfds shared between an application and softmrcd (see
+// shared_memory.h).
+#include "shm/shared_memory.h"
+
+#include <fcntl.h>
+#include <linux/memfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace softmrc::shm {
+
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+int try_create(size_t bytes, unsigned flags, Mapping* out) {
+  const int fd = memfd_create("softmrc", MFD_CLOEXEC | MFD_ALLOW_SEALING | flags);
+  if (fd < 0) return -errno;
+  void* p = MAP_FAILED;
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0 || fcntl(fd, F_ADD_SEALS, kSeals) != 0 ||
+      (p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0)) ==
+          MAP_FAILED) {
+    const int e = errno;
+    ::close(fd);
+    return -e;
+  }
+  out->addr = p;
+  out->bytes = bytes;
+  out->hugepages = (flags & MFD_HUGETLB) != 0;
+  return fd;
+}
+
+}  // namespace
+
+int create_shared(size_t bytes, bool try_hugepages, Mapping* out) {
+  if (bytes == 0) return -EINVAL;
+  if (try_hugepages) {
+    const size_t huge = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+    // Without free hugepages the mapping fails (MAP_POPULATE): fall back.
+    const int fd = try_create(huge, MFD_HUGETLB, out);
+    if (fd >= 0) return fd;
+  }
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return try_create((bytes + page - 1) & ~(page - 1), 0, out);
+}
+
+int map_shared(int fd, size_t min_bytes, Mapping* out, const char** why) {
+  const int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
+    *why = "not a memfd sealed against shrinking and growing";
+    return EBADF;
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *why = "not a regular memfd";
+    return EBADF;
+  }
+  const size_t bytes = static_cast<size_t>(st.st_size);
+  if (bytes < min_bytes || bytes == 0) {
+    *why = "shared memory shorter than the request says";
+    return EINVAL;
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    *why = "cannot map the shared memory";
+    return ENOMEM;
+  }
+  out->addr = p;
+  out->bytes = bytes;
+  return 0;
+}
+
+void unmap_shared(Mapping* m) {
+  if (m->addr != nullptr) munmap(m->addr, m->bytes);
+  *m = Mapping{};
+}
+
+}  // namespace softmrc::shm

@@ -1,0 +1,494 @@
+/*
+ * softmrc.h - the application API of softmrc (libsoftmrc).
+ *
+ * An application drives MRC queue pairs hosted by a softmrcd endpoint. The
+ * concepts mirror the OCP MRC API (mrc.h) and libibverbs, under our own
+ * names and with a plain C ABI: a device (one softmrcd endpoint, reached
+ * through its application socket), a protection domain, memory regions,
+ * completion queues with an optional completion channel, and reliable
+ * queue pairs that move RESET -> INIT -> RTR -> RTS and carry only RDMA
+ * Write and RDMA Write-with-Immediate. Receive work requests exist only to
+ * consume Write-with-Immediate and have no scatter list.
+ *
+ * Full reference, memory model, threading rules and an example:
+ * docs/api.md.
+ *
+ * Errors. Calls returning int return 0 on success or a positive errno
+ * value (EINVAL, ENOMEM, ENOTCONN, ...), as ibv_modify_qp() does; calls
+ * returning a pointer return NULL and set errno; smrc_poll_cq() returns
+ * the number of completions or a negative errno value. ENOTCONN always
+ * means the daemon is gone: the context is dead and only the destroy
+ * calls and smrc_close_device() remain useful.
+ *
+ * Threading. Slow-path calls (open, create, modify, destroy, alloc) may be
+ * made from any thread. The data path is single-threaded per object: one
+ * thread at a time posts to a QP (sends and receives share its ring), and
+ * one thread at a time polls a CQ.
+ */
+#ifndef SOFTMRC_SOFTMRC_H
+#define SOFTMRC_SOFTMRC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The API this header describes: (major << 16) | minor. A library accepts
+ * an application built against the same major and a minor not above its
+ * own; the daemon and the library agree on their own protocol version when
+ * a device is opened (EPROTO if they do not). */
+#define SMRC_API_VERSION_MAJOR 1
+#define SMRC_API_VERSION_MINOR 0
+#define SMRC_API_VERSION ((SMRC_API_VERSION_MAJOR << 16) | SMRC_API_VERSION_MINOR)
+
+/* The library's API version, (major << 16) | minor. */
+uint32_t smrc_api_version(void);
+/* The library's version string, e.g. "softmrc 0.1.0 (api 1.0, protocol 1)". */
+const char* smrc_version_string(void);
+
+/* Where smrc_open_device(NULL) connects: $SOFTMRC_SOCKET, else this. */
+#define SMRC_DEFAULT_SOCKET "/run/softmrc/softmrcd.sock"
+#define SMRC_SOCKET_ENV "SOFTMRC_SOCKET"
+
+/* ------------------------------------------------------------------ */
+/* Opaque handles                                                      */
+
+struct smrc_context;      /* an open device: one softmrcd endpoint */
+struct smrc_pd;           /* protection domain */
+struct smrc_comp_channel; /* wakes a thread when a CQ gets a completion */
+struct smrc_cq;           /* completion queue */
+struct smrc_qp;           /* reliable queue pair */
+
+/* A memory region: memory the library allocated in shared memory and the
+ * daemon registered. The fields are the application's to read. */
+struct smrc_mr {
+  struct smrc_context* context;
+  struct smrc_pd* pd;
+  void* addr;      /* the first byte, in this process; also the remote address */
+  size_t length;   /* as asked for */
+  uint32_t lkey;   /* names it in local SGEs */
+  uint32_t rkey;   /* names it to the peer (the same value as lkey) */
+  uint32_t access; /* SMRC_ACCESS_* */
+};
+
+/* A 16-byte address: the endpoint's plane-0 IP address, IPv6 or
+ * IPv4-mapped (::ffff:a.b.c.d). */
+union smrc_gid {
+  uint8_t raw[16];
+  struct {
+    uint64_t subnet_prefix; /* network order */
+    uint64_t interface_id;  /* network order */
+  } global;
+};
+
+/* ------------------------------------------------------------------ */
+/* Device                                                              */
+
+/* Connects to the softmrcd endpoint whose application socket is `path`
+ * (NULL: $SOFTMRC_SOCKET, else SMRC_DEFAULT_SOCKET) and checks that both
+ * speak the same protocol. Errors (errno): ENOENT/ECONNREFUSED no daemon
+ * there, EPROTO a daemon of another protocol version, ENAMETOOLONG path
+ * too long, ENOMEM, EMFILE. */
+struct smrc_context* smrc_open_device(const char* path);
+/* Closes the context. Everything made through it that the application has
+ * not destroyed is destroyed by the daemon (as if the process had died).
+ * Returns 0, or EINVAL for NULL. */
+int smrc_close_device(struct smrc_context* ctx);
+
+enum smrc_device_cap_flags {
+  SMRC_DEVICE_CAP_DYNAMIC_MPR = 1 << 0,
+  SMRC_DEVICE_CAP_TRIM_NACK = 1 << 1,
+  SMRC_DEVICE_CAP_SVC_TIME = 1 << 2,
+};
+
+struct smrc_device_attr {
+  char name[64];           /* the endpoint's name in the daemon's config */
+  uint32_t api_version;    /* the daemon's SMRC_API_VERSION */
+  uint32_t num_planes;     /* ports of the endpoint */
+  uint32_t max_qp;         /* QPs of the endpoint (all applications) */
+  uint32_t max_mr;         /* regions of the endpoint */
+  uint32_t max_cq;         /* CQs per context */
+  uint32_t max_cqe;        /* entries per CQ */
+  uint32_t max_qp_wr;      /* max_send_wr and max_recv_wr per QP */
+  uint64_t max_mr_size;    /* bytes per region */
+  uint64_t max_msg_size;   /* bytes per Write */
+  uint16_t max_wimm;       /* max_wimm and max_wimm_dest */
+  uint8_t max_mpr;         /* in 128-PSN units */
+  uint8_t max_timeout;     /* 24: 1.024 us * 2^24 */
+  uint32_t path_mtu;       /* the endpoint's path MTU (bytes) */
+  uint32_t device_cap_flags; /* SMRC_DEVICE_CAP_* */
+  uint32_t num_ev_profiles;  /* ids 1..num_ev_profiles (smrc_query_profile) */
+  uint32_t num_cc_profiles;
+};
+
+/* Errors: EINVAL (NULL), ENOTCONN. */
+int smrc_query_device(struct smrc_context* ctx, struct smrc_device_attr* attr);
+/* The local GID (index 0 is the only one). Errors: EINVAL (NULL, index not
+ * 0), ENOTCONN. */
+int smrc_query_gid(struct smrc_context* ctx, int index, union smrc_gid* gid);
+
+enum smrc_profile_kind {
+  SMRC_PROFILE_EV = 1,
+  SMRC_PROFILE_CC = 2,
+};
+/* The id of the daemon's EV or CC profile called `name`, for
+ * smrc_qp_attr.ev_profile_id / cc_profile_id. Ids are 1-based in the
+ * order of the daemon's configuration; 0 means the daemon's default (its
+ * `qp.ev_profile` / `qp.cc_profile`). Errors: EINVAL, ENOENT no such
+ * profile, ENOTCONN. */
+int smrc_query_profile(struct smrc_context* ctx, enum smrc_profile_kind kind, const char* name,
+                       uint64_t* id);
+
+/* ------------------------------------------------------------------ */
+/* Protection domain and memory                                        */
+
+/* Errors: EINVAL, ENOMEM, ENOTCONN. */
+struct smrc_pd* smrc_alloc_pd(struct smrc_context* ctx);
+/* Errors: EINVAL, EBUSY (MRs or QPs still use it). */
+int smrc_dealloc_pd(struct smrc_pd* pd);
+
+enum smrc_access_flags {
+  SMRC_ACCESS_LOCAL_WRITE = 1 << 0,
+  SMRC_ACCESS_REMOTE_WRITE = 1 << 1,
+  /* Accepted and ignored (verbs tools pass them). */
+  SMRC_ACCESS_REMOTE_READ = 1 << 2,
+  SMRC_ACCESS_RELAXED_ORDERING = 1 << 20,
+};
+
+/* Allocates `length` bytes of zeroed shared memory (hugepage-backed where
+ * the system has free hugepages, else normal pages), page aligned, and
+ * registers it with the daemon at its address in this process: remote
+ * writes name it by mr->addr and mr->rkey. Only memory from here can be
+ * the source or target of a Write: the daemon cannot reach other memory.
+ * Errors: EINVAL (NULL pd, length 0 or over max_mr_size, unknown access
+ * bits), ENOMEM (no memory, or the daemon's region table is full),
+ * ENOTCONN. */
+struct smrc_mr* smrc_alloc_mr(struct smrc_pd* pd, size_t length, uint32_t access);
+/* Deregisters and unmaps. Once it returns, no incoming packet is placed
+ * there any more; Writes still queued from it complete with an error.
+ * Errors: EINVAL, ENOTCONN (the memory is freed anyway). */
+int smrc_free_mr(struct smrc_mr* mr);
+
+/* ------------------------------------------------------------------ */
+/* Completions                                                         */
+
+enum smrc_wc_status {
+  SMRC_WC_SUCCESS = 0,
+  SMRC_WC_LOC_LEN_ERR,       /* a length over the limits */
+  SMRC_WC_LOC_QP_OP_ERR,     /* the QP cannot take this request (state, opcode) */
+  SMRC_WC_LOC_PROT_ERR,      /* the SGE is outside the lkey's region, or not ours */
+  SMRC_WC_WR_FLUSH_ERR,      /* the QP went to ERROR before this request finished */
+  SMRC_WC_BAD_RESP_ERR,      /* malformed or forged work request (opcode, handle) */
+  SMRC_WC_REM_ACCESS_ERR,    /* the responder refused the target (rkey, bounds, access) */
+  SMRC_WC_REM_INV_REQ_ERR,   /* the responder refused the request (no receive for a WIMM) */
+  SMRC_WC_RETRY_EXC_ERR,     /* no acknowledgement within the retry counts */
+  SMRC_WC_FATAL_ERR,         /* the daemon is gone */
+  SMRC_WC_GENERAL_ERR,
+};
+/* A constant string naming the status ("success", "retry exceeded", ...). */
+const char* smrc_wc_status_str(enum smrc_wc_status status);
+
+enum smrc_wc_opcode {
+  SMRC_WC_RDMA_WRITE = 0,          /* send side: a Write */
+  SMRC_WC_RDMA_WRITE_WITH_IMM = 1, /* send side: a Write-with-Immediate */
+  SMRC_WC_RECV_RDMA_WITH_IMM = 2,  /* receive side: a WIMM consumed a receive */
+};
+
+enum smrc_wc_flags {
+  SMRC_WC_WITH_IMM = 1 << 0,
+};
+
+struct smrc_wc {
+  uint64_t wr_id;
+  uint32_t status;   /* enum smrc_wc_status */
+  uint32_t opcode;   /* enum smrc_wc_opcode; valid only on success */
+  uint32_t qp_num;
+  uint32_t byte_len; /* receive: the WIMM message's length */
+  uint32_t imm_data; /* receive: the immediate, network byte order */
+  uint32_t wc_flags; /* SMRC_WC_WITH_IMM */
+  uint32_t vendor_err; /* a daemon-specific detail, 0 if none */
+  uint32_t reserved;
+};
+
+/* A completion channel: an fd that becomes readable when a CQ bound to it
+ * with a request for notification gets a completion. Errors: EINVAL,
+ * ENOMEM, EMFILE, ENOTCONN. */
+struct smrc_comp_channel* smrc_create_comp_channel(struct smrc_context* ctx);
+/* Errors: EINVAL, EBUSY (CQs still bound to it). */
+int smrc_destroy_comp_channel(struct smrc_comp_channel* channel);
+/* The fd to poll()/epoll (readable: call smrc_get_cq_event). */
+int smrc_comp_channel_fd(const struct smrc_comp_channel* channel);
+
+/* A CQ of at least `cqe` entries (rounded up to a power of two). `channel`
+ * may be NULL. Errors: EINVAL (cqe 0 or over max_cqe), ENOMEM, ENOTCONN. */
+struct smrc_cq* smrc_create_cq(struct smrc_context* ctx, int cqe, void* cq_context,
+                               struct smrc_comp_channel* channel);
+/* Errors: EINVAL, EBUSY (a QP still uses it). */
+int smrc_destroy_cq(struct smrc_cq* cq);
+/* Entries of the CQ, as created (a power of two). */
+int smrc_cq_size(const struct smrc_cq* cq);
+
+/* Takes up to `num_entries` completions, oldest first. Returns how many
+ * (0: none now), or a negative errno value: -EINVAL (NULL, num_entries <
+ * 0), -ENOTCONN (the daemon is gone; checked every few hundred empty
+ * polls, never when completions are waiting), -EIO (the daemon corrupted
+ * the ring, or the CQ overflowed and completions were lost). */
+int smrc_poll_cq(struct smrc_cq* cq, int num_entries, struct smrc_wc* wc);
+
+/* Asks for one notification on the CQ's channel when its next completion
+ * lands (solicited_only is accepted and treated as 0). Poll the CQ once
+ * more after arming: a completion that landed just before is not
+ * signalled. Errors: EINVAL (no channel), ENOTCONN. */
+int smrc_req_notify_cq(struct smrc_cq* cq, int solicited_only);
+
+/* Waits until a CQ of the channel has a notification, and returns it and
+ * its cq_context. timeout_ms: -1 waits for ever, 0 does not wait. Returns
+ * 0, or ETIMEDOUT, EINVAL, ENOTCONN (the daemon went away while waiting;
+ * never a hang). */
+int smrc_get_cq_event(struct smrc_comp_channel* channel, struct smrc_cq** cq, void** cq_context,
+                      int timeout_ms);
+/* Acknowledges `nevents` events of smrc_get_cq_event (kept for verbs
+ * familiarity; smrc_destroy_cq does not wait for acknowledgements). */
+void smrc_ack_cq_events(struct smrc_cq* cq, unsigned int nevents);
+
+/* ------------------------------------------------------------------ */
+/* Queue pairs                                                         */
+
+struct smrc_qp_cap {
+  uint32_t max_send_wr; /* Writes outstanding at once */
+  uint32_t max_recv_wr; /* receives posted at once */
+  uint32_t max_send_sge; /* 0 or 1 */
+  uint32_t max_recv_sge; /* ignored: receives have no SGEs */
+  uint32_t max_inline_data; /* must be 0 */
+};
+
+struct smrc_qp_init_attr {
+  void* qp_context;
+  struct smrc_cq* send_cq;
+  struct smrc_cq* recv_cq;
+  struct smrc_qp_cap cap;
+  int sq_sig_all; /* every Write completes, signaled or not */
+};
+
+/* A QP in RESET. Errors: EINVAL (NULL CQs, CQs of another context, cap
+ * over max_qp_wr, max_send_sge > 1, inline data), ENOMEM (the endpoint's
+ * QP table is full), ENOTCONN. */
+struct smrc_qp* smrc_create_qp(struct smrc_pd* pd, struct smrc_qp_init_attr* init_attr);
+/* Destroys the QP at once; its outstanding work is not completed. Errors:
+ * EINVAL, ENOTCONN (the handle is freed anyway). */
+int smrc_destroy_qp(struct smrc_qp* qp);
+/* The QP number (24 bits) the peer names as its dest_qp_num. */
+uint32_t smrc_qp_num(const struct smrc_qp* qp);
+
+enum smrc_qp_state {
+  SMRC_QPS_RESET = 0,
+  SMRC_QPS_INIT = 1,
+  SMRC_QPS_RTR = 2,
+  SMRC_QPS_RTS = 3,
+  SMRC_QPS_ERR = 4,
+};
+const char* smrc_qp_state_str(enum smrc_qp_state state);
+
+enum smrc_mtu {
+  SMRC_MTU_256 = 1,
+  SMRC_MTU_512 = 2,
+  SMRC_MTU_1024 = 3,
+  SMRC_MTU_2048 = 4,
+  SMRC_MTU_4096 = 5,
+};
+
+/* smrc_qp_attr.caps */
+enum smrc_qp_caps {
+  SMRC_QP_CAP_DYNAMIC_MPR = 1 << 0,
+  SMRC_QP_CAP_TRIM_NACK_DEST_UNSUPPORTED = 1 << 1,
+  SMRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED = 1 << 2,
+};
+
+/* Mask bits of smrc_modify_qp: which fields of smrc_qp_attr it sets.
+ *
+ *   RESET -> INIT  SMRC_QP_EV_PROFILE, SMRC_QP_CC_PROFILE (both optional:
+ *                  0 or absent takes the daemon's default profiles)
+ *   INIT  -> RTR   SMRC_QP_AV, SMRC_QP_DEST_QPN, SMRC_QP_RQ_PSN (required);
+ *                  SMRC_QP_PATH_MTU, SMRC_QP_MPR_DEST, SMRC_QP_MAX_WIMM_DEST,
+ *                  SMRC_QP_CAPS
+ *   RTR   -> RTS   SMRC_QP_SQ_PSN (required); SMRC_QP_MPR, SMRC_QP_MAX_WIMM,
+ *                  SMRC_QP_TIMEOUT, SMRC_QP_RETRY_CNT, SMRC_QP_CAPS
+ *   RTS   -> RTS   SMRC_QP_TIMEOUT, SMRC_QP_RETRY_CNT
+ *   any   -> ERR, any -> RESET
+ *
+ * Fields absent from the mask take the daemon's `qp` defaults. The
+ * verbs-only bits (PKEY_INDEX, PORT, ACCESS_FLAGS, VERBS_TIMEOUT,
+ * VERBS_RETRY_CNT, RNR_RETRY, MIN_RNR_TIMER, MAX_QP_RD_ATOMIC,
+ * MAX_DEST_RD_ATOMIC) are accepted with any value and ignored, as MRC
+ * tools pass them. */
+enum smrc_qp_attr_mask {
+  SMRC_QP_STATE = 1 << 0,
+  SMRC_QP_EV_PROFILE = 1 << 1,
+  SMRC_QP_CC_PROFILE = 1 << 2,
+  SMRC_QP_AV = 1 << 3, /* dgid */
+  SMRC_QP_DEST_QPN = 1 << 4,
+  SMRC_QP_PATH_MTU = 1 << 5,
+  SMRC_QP_RQ_PSN = 1 << 6,
+  SMRC_QP_MPR_DEST = 1 << 7,
+  SMRC_QP_MAX_WIMM_DEST = 1 << 8,
+  SMRC_QP_SQ_PSN = 1 << 9,
+  SMRC_QP_MPR = 1 << 10,
+  SMRC_QP_MAX_WIMM = 1 << 11,
+  SMRC_QP_TIMEOUT = 1 << 12,
+  SMRC_QP_RETRY_CNT = 1 << 13, /* retry_linear and retry_exp */
+  SMRC_QP_CAPS = 1 << 14,
+  /* Accepted and ignored. */
+  SMRC_QP_PKEY_INDEX = 1 << 20,
+  SMRC_QP_PORT = 1 << 21,
+  SMRC_QP_ACCESS_FLAGS = 1 << 22,
+  SMRC_QP_VERBS_TIMEOUT = 1 << 23,
+  SMRC_QP_VERBS_RETRY_CNT = 1 << 24,
+  SMRC_QP_RNR_RETRY = 1 << 25,
+  SMRC_QP_MIN_RNR_TIMER = 1 << 26,
+  SMRC_QP_MAX_QP_RD_ATOMIC = 1 << 27,
+  SMRC_QP_MAX_DEST_RD_ATOMIC = 1 << 28,
+};
+
+struct smrc_qp_attr {
+  uint32_t qp_state; /* enum smrc_qp_state: the state to move to */
+  /* INIT */
+  uint64_t ev_profile_id; /* smrc_query_profile; 0: the daemon's default */
+  uint64_t cc_profile_id;
+  /* RTR */
+  union smrc_gid dgid;   /* the peer's smrc_query_gid */
+  uint32_t dest_qp_num;  /* the peer's smrc_qp_num */
+  uint32_t path_mtu;     /* enum smrc_mtu, at most the endpoint's */
+  uint32_t rq_psn;       /* 24 bits: the peer's sq_psn */
+  uint8_t mpr_dest;      /* responder window, 128-PSN units */
+  uint16_t max_wimm_dest;
+  /* RTS */
+  uint32_t sq_psn; /* 24 bits */
+  uint8_t mpr;     /* requester window, 128-PSN units */
+  uint16_t max_wimm;    /* WIMMs outstanding at once (<= the peer's receives) */
+  uint8_t timeout;      /* ACK timeout 1.024 us * 2^timeout, <= 24 */
+  uint8_t retry_linear; /* <= 7 */
+  uint8_t retry_exp;    /* <= 25 (25: unlimited) */
+  uint32_t caps;        /* SMRC_QP_CAP_* */
+  /* Verbs-only, ignored. */
+  uint16_t pkey_index;
+  uint8_t port_num;
+  uint32_t qp_access_flags;
+  uint8_t verbs_timeout;
+  uint8_t verbs_retry_cnt;
+  uint8_t rnr_retry;
+  uint8_t min_rnr_timer;
+  uint8_t max_rd_atomic;
+  uint8_t max_dest_rd_atomic;
+};
+
+/* Moves the QP (see the mask table above). Errors: EINVAL (a transition
+ * the state machine does not have, a required field missing, a value out
+ * of range or over the device's limits, path MTU over the endpoint's),
+ * ENOENT (an EV or CC profile id the daemon does not have), EHOSTUNREACH
+ * (SMRC_QP_AV names no endpoint the daemon knows: neither a hosted
+ * endpoint nor one of its `peers`), ENOTCONN. A refused modify leaves the
+ * QP where it was. */
+int smrc_modify_qp(struct smrc_qp* qp, struct smrc_qp_attr* attr, uint32_t attr_mask);
+/* The QP's state and attributes (as last set). attr_mask is accepted and
+ * ignored; everything is filled in. Errors: EINVAL, ENOTCONN. */
+int smrc_query_qp(struct smrc_qp* qp, struct smrc_qp_attr* attr, uint32_t attr_mask,
+                  struct smrc_qp_init_attr* init_attr);
+
+/* ------------------------------------------------------------------ */
+/* Posting work                                                        */
+
+struct smrc_sge {
+  uint64_t addr; /* inside the MR named by lkey */
+  uint32_t length;
+  uint32_t lkey;
+};
+
+enum smrc_wr_opcode {
+  SMRC_WR_RDMA_WRITE = 0,
+  SMRC_WR_RDMA_WRITE_WITH_IMM = 1,
+  /* Not MRC operations: posting them fails with EOPNOTSUPP. */
+  SMRC_WR_SEND = 2,
+  SMRC_WR_SEND_WITH_IMM = 3,
+  SMRC_WR_RDMA_READ = 4,
+  SMRC_WR_ATOMIC_CMP_AND_SWP = 5,
+  SMRC_WR_ATOMIC_FETCH_AND_ADD = 6,
+};
+
+enum smrc_send_flags {
+  SMRC_SEND_SIGNALED = 1 << 1, /* a completion on success too */
+  SMRC_SEND_FENCE = 1 << 0,    /* accepted; MRC Writes are ordered anyway */
+  SMRC_SEND_SOLICITED = 1 << 2, /* accepted and ignored */
+  SMRC_SEND_INLINE = 1 << 3,   /* not supported: EINVAL */
+};
+
+struct smrc_send_wr {
+  uint64_t wr_id;
+  struct smrc_send_wr* next;
+  struct smrc_sge* sg_list;
+  int num_sge;            /* 0 (a zero-length Write) or 1 */
+  uint32_t opcode;        /* enum smrc_wr_opcode */
+  uint32_t send_flags;    /* SMRC_SEND_* */
+  uint32_t imm_data;      /* network byte order, WIMM only */
+  struct {
+    uint64_t remote_addr; /* the peer's address (its mr->addr + offset) */
+    uint32_t rkey;
+  } rdma;
+};
+
+struct smrc_recv_wr {
+  uint64_t wr_id;
+  struct smrc_recv_wr* next;
+  struct smrc_sge* sg_list; /* ignored: MRC receives have no SGEs */
+  int num_sge;
+};
+
+/* Posts a chain of Writes. Stops at the first it refuses, which *bad_wr
+ * names (all before it were posted). Errors: EINVAL (NULL, num_sge > 1,
+ * inline, zero-length SGE list with a non-NULL list, QP not in RTS),
+ * EOPNOTSUPP (an opcode other than Write and Write-with-Immediate),
+ * ENOMEM (the QP's ring is full: more than max_send_wr + max_recv_wr
+ * requests the daemon has not taken yet), ENOTCONN. The SGE is checked by
+ * the daemon, which completes a request outside the lkey's region with
+ * SMRC_WC_LOC_PROT_ERR. */
+int smrc_post_send(struct smrc_qp* qp, struct smrc_send_wr* wr, struct smrc_send_wr** bad_wr);
+/* Posts receives, each consumed by one incoming Write-with-Immediate.
+ * Errors: EINVAL (NULL, QP in RESET or ERR), ENOMEM (ring full),
+ * ENOTCONN. */
+int smrc_post_recv(struct smrc_qp* qp, struct smrc_recv_wr* wr, struct smrc_recv_wr** bad_wr);
+
+/* ------------------------------------------------------------------ */
+/* Asynchronous events                                                 */
+
+enum smrc_event_type {
+  SMRC_EVENT_QP_FATAL = 1,     /* the QP went to ERR (retries exhausted, ...) */
+  SMRC_EVENT_PORT_ACTIVE = 2,  /* a plane came up */
+  SMRC_EVENT_PORT_ERR = 3,     /* a plane went down */
+  SMRC_EVENT_CQ_ERR = 4,       /* a CQ overflowed: completions were lost */
+  SMRC_EVENT_DEVICE_FATAL = 5, /* the daemon is gone */
+};
+const char* smrc_event_type_str(enum smrc_event_type type);
+
+struct smrc_async_event {
+  uint32_t event_type; /* enum smrc_event_type */
+  uint32_t plane;      /* PORT_* */
+  struct smrc_qp* qp;  /* QP_FATAL */
+  struct smrc_cq* cq;  /* CQ_ERR */
+  uint32_t qp_num;     /* QP_FATAL */
+  uint32_t status;     /* QP_FATAL: enum smrc_wc_status, why */
+};
+
+/* The fd to poll() for async events (readable: call
+ * smrc_get_async_event). */
+int smrc_async_fd(const struct smrc_context* ctx);
+/* The next async event. timeout_ms: -1 for ever, 0 no wait. Returns 0,
+ * ETIMEDOUT, EINVAL. When the daemon goes away, the next call returns one
+ * SMRC_EVENT_DEVICE_FATAL event, then ENOTCONN. */
+int smrc_get_async_event(struct smrc_context* ctx, struct smrc_async_event* event, int timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SOFTMRC_SOFTMRC_H */

@@ -1,0 +1,875 @@
+// libsoftmrc: the application side of the softmrc API (softmrc.h).
+//
+// Slow path: one request and one reply at a time on the context's
+// SOCK_SEQPACKET socket, under the context's mutex; event messages that
+// arrive meanwhile are queued for smrc_get_async_event. Data path: a QP's
+// posts go straight into its shared ring, a CQ's polls come straight out
+// of its shared ring; no system call, no lock (one thread per QP and per
+// CQ). No DPDK here: the daemon does the transport.
+#include "softmrc/softmrc.h"
+
+#include <arpa/inet.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "shm/app_protocol.h"
+#include "shm/shared_memory.h"
+#include "shm/spsc_ring.h"
+
+using namespace softmrc::shm;
+
+// Empty polls of a CQ between two checks that the daemon is still there.
+static constexpr uint32_t kAliveCheckPolls = 256;
+static constexpr uint32_t kPostBurst = 32;
+
+struct smrc_context {
+  int fd = -1;
+  std::mutex mu;  // the socket's request/reply exchange, the tables below
+  uint32_t seq = 0;
+  std::atomic<bool> dead{false};
+  bool fatal_reported = false;
+  HelloRep hello{};
+  std::deque<EventMsg> events;
+  std::map<uint32_t, smrc_qp*> qps;  // by QPN, for events
+  std::map<uint32_t, smrc_cq*> cqs;  // by id
+};
+
+struct smrc_pd {
+  smrc_context* ctx = nullptr;
+  std::atomic<uint32_t> users{0};
+};
+
+struct smrc_comp_channel {
+  smrc_context* ctx = nullptr;
+  uint32_t id = 0;
+  int efd = -1;
+  std::mutex mu;
+  std::vector<smrc_cq*> cqs;
+};
+
+struct smrc_cq {
+  smrc_context* ctx = nullptr;
+  uint32_t id = 0;
+  uint32_t capacity = 0;
+  void* cq_context = nullptr;
+  smrc_comp_channel* channel = nullptr;
+  Mapping mem;
+  CqControl* ctrl = nullptr;
+  RingConsumer<Cqe> ring;
+  uint32_t empty_polls = 0;
+  uint32_t seen_overflow = 0;
+  std::atomic<uint32_t> users{0};
+};
+
+// An MR and the mapping under it (whole pages, or whole hugepages).
+struct MrBox {
+  smrc_mr mr;
+  Mapping mem;
+};
+
+struct smrc_qp {
+  smrc_context* ctx = nullptr;
+  smrc_pd* pd = nullptr;
+  uint32_t qpn = 0;
+  smrc_qp_init_attr init{};
+  std::atomic<uint32_t> state{SMRC_QPS_RESET};
+  Mapping mem;
+  RingProducer<WorkRequest> ring;
+};
+
+namespace {
+
+bool debug_enabled() {
+  static const bool on = std::getenv("SOFTMRC_DEBUG") != nullptr;
+  return on;
+}
+
+void mark_dead(smrc_context* ctx) {
+  ctx->dead.store(true, std::memory_order_release);
+}
+
+// Whether the daemon hung up (a poll() that consumes nothing).
+bool peer_gone(smrc_context* ctx) {
+  if (ctx->dead.load(std::memory_order_acquire)) return true;
+  pollfd p{ctx->fd, POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR))) {
+    mark_dead(ctx);
+    return true;
+  }
+  return false;
+}
+
+int send_msg(int fd, const Msg& m, int pass_fd) {
+  iovec iov{const_cast<Msg*>(&m), sizeof(m)};
+  msghdr h{};
+  h.msg_iov = &iov;
+  h.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  if (pass_fd >= 0) {
+    h.msg_control = control;
+    h.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&h);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+  }
+  for (;;) {
+    const ssize_t n = ::sendmsg(fd, &h, MSG_NOSIGNAL);
+    if (n == static_cast<ssize_t>(sizeof(m))) return 0;
+    if (n < 0 && errno == EINTR) continue;
+    return ENOTCONN;
+  }
+}
+
+// One message from the daemon: 0, EAGAIN (flags has MSG_DONTWAIT and
+// nothing is there) or ENOTCONN.
+int recv_msg(smrc_context* ctx, Msg* m, int flags) {
+  for (;;) {
+    const ssize_t n = ::recv(ctx->fd, m, sizeof(*m), flags);
+    if (n == static_cast<ssize_t>(sizeof(*m)) && m->magic == kAppMagic) return 0;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return EAGAIN;
+    mark_dead(ctx);  // EOF, an error, or a message we cannot read
+    return ENOTCONN;
+  }
+}
+
+// A request and its reply, under ctx->mu. Returns the reply's status.
+int call_locked(smrc_context* ctx, Msg& m, int pass_fd, Msg* reply) {
+  if (ctx->dead.load(std::memory_order_acquire)) return ENOTCONN;
+  m.magic = kAppMagic;
+  m.seq = ++ctx->seq;
+  if (send_msg(ctx->fd, m, pass_fd) != 0) {
+    mark_dead(ctx);
+    return ENOTCONN;
+  }
+  for (;;) {
+    if (const int e = recv_msg(ctx, reply, 0); e != 0) return ENOTCONN;
+    if (reply->type == uint16_t(MsgType::kEvent)) {
+      ctx->events.push_back(reply->u.event);
+      continue;
+    }
+    if (reply->type != (m.type | kReplyBit) || reply->seq != m.seq) {
+      mark_dead(ctx);  // the daemon and we disagree: nothing more can be trusted
+      return ENOTCONN;
+    }
+    if (reply->status != 0 && debug_enabled()) {
+      reply->detail[sizeof(reply->detail) - 1] = '\0';
+      std::fprintf(stderr, "softmrc: request %u refused: %s (%s)\n", m.type,
+                   std::strerror(reply->status), reply->detail);
+    }
+    return reply->status;
+  }
+}
+
+int call(smrc_context* ctx, Msg& m, int pass_fd, Msg* reply) {
+  std::lock_guard<std::mutex> g(ctx->mu);
+  return call_locked(ctx, m, pass_fd, reply);
+}
+
+Msg request(MsgType t) {
+  Msg m{};
+  m.type = uint16_t(t);
+  return m;
+}
+
+template <typename T>
+T* fail(int e) {
+  errno = e;
+  return nullptr;
+}
+
+uint32_t mtu_bytes(uint32_t mtu) {
+  return mtu >= SMRC_MTU_256 && mtu <= SMRC_MTU_4096 ? 256u << (mtu - SMRC_MTU_256) : 0;
+}
+
+uint32_t mtu_enum(uint32_t bytes) {
+  for (uint32_t e = SMRC_MTU_256; e <= SMRC_MTU_4096; ++e)
+    if (mtu_bytes(e) == bytes) return e;
+  return 0;
+}
+
+constexpr uint32_t kOwnMask =
+    SMRC_QP_STATE | SMRC_QP_EV_PROFILE | SMRC_QP_CC_PROFILE | SMRC_QP_AV | SMRC_QP_DEST_QPN |
+    SMRC_QP_PATH_MTU | SMRC_QP_RQ_PSN | SMRC_QP_MPR_DEST | SMRC_QP_MAX_WIMM_DEST | SMRC_QP_SQ_PSN |
+    SMRC_QP_MPR | SMRC_QP_MAX_WIMM | SMRC_QP_TIMEOUT | SMRC_QP_RETRY_CNT | SMRC_QP_CAPS;
+constexpr uint32_t kIgnoredMask = SMRC_QP_PKEY_INDEX | SMRC_QP_PORT | SMRC_QP_ACCESS_FLAGS |
+                                  SMRC_QP_VERBS_TIMEOUT | SMRC_QP_VERBS_RETRY_CNT |
+                                  SMRC_QP_RNR_RETRY | SMRC_QP_MIN_RNR_TIMER |
+                                  SMRC_QP_MAX_QP_RD_ATOMIC | SMRC_QP_MAX_DEST_RD_ATOMIC;
+
+}  // namespace
+
+extern "C" {
+
+uint32_t smrc_api_version(void) {
+  return SMRC_API_VERSION;
+}
+
+const char* smrc_version_string(void) {
+  return "softmrc " SOFTMRC_VERSION " (api 1.0, protocol 1)";
+}
+
+struct smrc_context* smrc_open_device(const char* path) {
+  if (path == nullptr) path = std::getenv(SMRC_SOCKET_ENV);
+  if (path == nullptr || *path == '\0') path = SMRC_DEFAULT_SOCKET;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (std::strlen(path) >= sizeof(addr.sun_path)) return fail<smrc_context>(ENAMETOOLONG);
+  std::strcpy(addr.sun_path, path);
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return nullptr;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return fail<smrc_context>(e);
+  }
+  auto* ctx = new (std::nothrow) smrc_context;
+  if (ctx == nullptr) {
+    ::close(fd);
+    return fail<smrc_context>(ENOMEM);
+  }
+  ctx->fd = fd;
+  Msg m = request(MsgType::kHello), r;
+  m.u.hello.protocol_version = kAppProtocolVersion;
+  m.u.hello.api_version = SMRC_API_VERSION;
+  // Tests pretend to be a library of another protocol version.
+  if (const char* v = std::getenv("SOFTMRC_TEST_PROTOCOL_VERSION"))
+    m.u.hello.protocol_version = static_cast<uint32_t>(std::atoi(v));
+  const int st = call(ctx, m, -1, &r);
+  if (st != 0) {
+    ::close(fd);
+    delete ctx;
+    return fail<smrc_context>(st);
+  }
+  ctx->hello = r.u.hello_rep;
+  ctx->hello.name[sizeof(ctx->hello.name) - 1] = '\0';
+  return ctx;
+}
+
+int smrc_close_device(struct smrc_context* ctx) {
+  if (ctx == nullptr) return EINVAL;
+  ::close(ctx->fd);
+  delete ctx;
+  return 0;
+}
+
+int smrc_query_device(struct smrc_context* ctx, struct smrc_device_attr* a) {
+  if (ctx == nullptr || a == nullptr) return EINVAL;
+  if (peer_gone(ctx)) return ENOTCONN;
+  const HelloRep& h = ctx->hello;
+  *a = smrc_device_attr{};
+  std::memcpy(a->name, h.name, sizeof(a->name));
+  a->api_version = h.api_version;
+  a->num_planes = h.num_planes;
+  a->max_qp = h.max_qp;
+  a->max_mr = h.max_mr;
+  a->max_cq = h.max_cq;
+  a->max_cqe = h.max_cqe;
+  a->max_qp_wr = h.max_qp_wr;
+  a->max_mr_size = h.max_mr_size;
+  a->max_msg_size = h.max_msg_size;
+  a->max_wimm = h.max_wimm;
+  a->max_mpr = h.max_mpr;
+  a->max_timeout = h.max_timeout;
+  a->path_mtu = h.path_mtu;
+  a->device_cap_flags = h.device_cap_flags;
+  a->num_ev_profiles = h.num_ev_profiles;
+  a->num_cc_profiles = h.num_cc_profiles;
+  return 0;
+}
+
+int smrc_query_gid(struct smrc_context* ctx, int index, union smrc_gid* gid) {
+  if (ctx == nullptr || gid == nullptr || index != 0) return EINVAL;
+  if (peer_gone(ctx)) return ENOTCONN;
+  std::memcpy(gid->raw, ctx->hello.gid, 16);
+  return 0;
+}
+
+int smrc_query_profile(struct smrc_context* ctx, enum smrc_profile_kind kind, const char* name,
+                       uint64_t* id) {
+  if (ctx == nullptr || name == nullptr || id == nullptr) return EINVAL;
+  if (kind != SMRC_PROFILE_EV && kind != SMRC_PROFILE_CC) return EINVAL;
+  Msg m = request(MsgType::kQueryProfile), r;
+  m.u.query_profile.kind = kind;
+  if (std::strlen(name) >= sizeof(m.u.query_profile.name)) return ENOENT;
+  std::strcpy(m.u.query_profile.name, name);
+  const int st = call(ctx, m, -1, &r);
+  if (st == 0) *id = r.u.query_profile_rep.id;
+  return st;
+}
+
+struct smrc_pd* smrc_alloc_pd(struct smrc_context* ctx) {
+  if (ctx == nullptr) return fail<smrc_pd>(EINVAL);
+  if (peer_gone(ctx)) return fail<smrc_pd>(ENOTCONN);
+  auto* pd = new (std::nothrow) smrc_pd;
+  if (pd == nullptr) return fail<smrc_pd>(ENOMEM);
+  pd->ctx = ctx;
+  return pd;
+}
+
+int smrc_dealloc_pd(struct smrc_pd* pd) {
+  if (pd == nullptr) return EINVAL;
+  if (pd->users.load() != 0) return EBUSY;
+  delete pd;
+  return 0;
+}
+
+struct smrc_mr* smrc_alloc_mr(struct smrc_pd* pd, size_t length, uint32_t access) {
+  if (pd == nullptr || length == 0) return fail<smrc_mr>(EINVAL);
+  smrc_context* ctx = pd->ctx;
+  if (length > ctx->hello.max_mr_size) return fail<smrc_mr>(EINVAL);
+  constexpr uint32_t kKnown = SMRC_ACCESS_LOCAL_WRITE | SMRC_ACCESS_REMOTE_WRITE |
+                              SMRC_ACCESS_REMOTE_READ | SMRC_ACCESS_RELAXED_ORDERING;
+  if (access & ~kKnown) return fail<smrc_mr>(EINVAL);
+  if (peer_gone(ctx)) return fail<smrc_mr>(ENOTCONN);
+  Mapping mem;
+  const int fd = create_shared(length, true, &mem);
+  if (fd < 0) return fail<smrc_mr>(-fd == EINVAL ? EINVAL : ENOMEM);
+  Msg m = request(MsgType::kRegMr), r;
+  m.u.reg_mr.addr = reinterpret_cast<uint64_t>(mem.addr);
+  m.u.reg_mr.length = length;
+  m.u.reg_mr.access = access;
+  const int st = call(ctx, m, fd, &r);
+  ::close(fd);
+  auto* box = st == 0 ? new (std::nothrow) MrBox : nullptr;
+  if (box == nullptr) {
+    unmap_shared(&mem);
+    return fail<smrc_mr>(st != 0 ? st : ENOMEM);
+  }
+  box->mr = smrc_mr{ctx, pd, mem.addr, length, r.u.reg_mr_rep.key, r.u.reg_mr_rep.key, access};
+  box->mem = mem;
+  pd->users.fetch_add(1);
+  return &box->mr;
+}
+
+int smrc_free_mr(struct smrc_mr* mr) {
+  if (mr == nullptr) return EINVAL;
+  Msg m = request(MsgType::kDeregMr), r;
+  m.u.key.id = mr->lkey;
+  const int st = call(mr->context, m, -1, &r);
+  // The daemon has unmapped it (or is gone): ours goes too.
+  auto* box = reinterpret_cast<MrBox*>(mr);
+  unmap_shared(&box->mem);
+  mr->pd->users.fetch_sub(1);
+  delete box;
+  return st;
+}
+
+struct smrc_comp_channel* smrc_create_comp_channel(struct smrc_context* ctx) {
+  if (ctx == nullptr) return fail<smrc_comp_channel>(EINVAL);
+  const int efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (efd < 0) return nullptr;
+  Msg m = request(MsgType::kCreateChannel), r;
+  const int st = call(ctx, m, efd, &r);
+  auto* ch = st == 0 ? new (std::nothrow) smrc_comp_channel : nullptr;
+  if (ch == nullptr) {
+    ::close(efd);
+    return fail<smrc_comp_channel>(st != 0 ? st : ENOMEM);
+  }
+  ch->ctx = ctx;
+  ch->id = r.u.id_rep.id;
+  ch->efd = efd;
+  return ch;
+}
+
+int smrc_destroy_comp_channel(struct smrc_comp_channel* ch) {
+  if (ch == nullptr) return EINVAL;
+  {
+    std::lock_guard<std::mutex> g(ch->mu);
+    if (!ch->cqs.empty()) return EBUSY;
+  }
+  Msg m = request(MsgType::kDestroyChannel), r;
+  m.u.key.id = ch->id;
+  const int st = call(ch->ctx, m, -1, &r);
+  ::close(ch->efd);
+  delete ch;
+  return st == ENOTCONN ? 0 : st;
+}
+
+int smrc_comp_channel_fd(const struct smrc_comp_channel* ch) {
+  return ch == nullptr ? -1 : ch->efd;
+}
+
+struct smrc_cq* smrc_create_cq(struct smrc_context* ctx, int cqe, void* cq_context,
+                               struct smrc_comp_channel* channel) {
+  if (ctx == nullptr || cqe <= 0 || static_cast<uint32_t>(cqe) > ctx->hello.max_cqe ||
+      (channel != nullptr && channel->ctx != ctx))
+    return fail<smrc_cq>(EINVAL);
+  const uint32_t cap = std::bit_ceil(std::max<uint32_t>(static_cast<uint32_t>(cqe), 2));
+  Mapping mem;
+  const int fd = create_shared(cq_bytes(cap), false, &mem);
+  if (fd < 0) return fail<smrc_cq>(ENOMEM);
+  Msg m = request(MsgType::kCreateCq), r;
+  m.u.create_cq.capacity = cap;
+  m.u.create_cq.channel = channel ? channel->id : 0;
+  int st;
+  {
+    std::lock_guard<std::mutex> g(ctx->mu);
+    st = call_locked(ctx, m, fd, &r);
+  }
+  ::close(fd);
+  auto* cq = st == 0 ? new (std::nothrow) smrc_cq : nullptr;
+  if (cq == nullptr) {
+    unmap_shared(&mem);
+    return fail<smrc_cq>(st != 0 ? st : ENOMEM);
+  }
+  cq->ctx = ctx;
+  cq->id = r.u.id_rep.id;
+  cq->capacity = cap;
+  cq->cq_context = cq_context;
+  cq->channel = channel;
+  cq->mem = mem;
+  cq->ctrl = static_cast<CqControl*>(mem.addr);
+  cq->ring.attach(static_cast<char*>(mem.addr) + cq_ring_offset(), cap);
+  {
+    std::lock_guard<std::mutex> g(ctx->mu);
+    ctx->cqs[cq->id] = cq;
+  }
+  if (channel) {
+    std::lock_guard<std::mutex> g(channel->mu);
+    channel->cqs.push_back(cq);
+  }
+  return cq;
+}
+
+int smrc_destroy_cq(struct smrc_cq* cq) {
+  if (cq == nullptr) return EINVAL;
+  if (cq->users.load() != 0) return EBUSY;
+  Msg m = request(MsgType::kDestroyCq), r;
+  m.u.key.id = cq->id;
+  int st;
+  {
+    std::lock_guard<std::mutex> g(cq->ctx->mu);
+    st = call_locked(cq->ctx, m, -1, &r);
+    if (st != 0 && st != ENOTCONN) return st;
+    cq->ctx->cqs.erase(cq->id);
+  }
+  if (cq->channel) {
+    std::lock_guard<std::mutex> g(cq->channel->mu);
+    auto& v = cq->channel->cqs;
+    v.erase(std::remove(v.begin(), v.end(), cq), v.end());
+  }
+  unmap_shared(&cq->mem);
+  delete cq;
+  return 0;
+}
+
+int smrc_cq_size(const struct smrc_cq* cq) {
+  return cq == nullptr ? -EINVAL : static_cast<int>(cq->capacity);
+}
+
+int smrc_poll_cq(struct smrc_cq* cq, int num_entries, struct smrc_wc* wc) {
+  if (cq == nullptr || num_entries < 0 || (num_entries > 0 && wc == nullptr)) return -EINVAL;
+  int done = 0;
+  Cqe e[kPostBurst];
+  while (done < num_entries) {
+    const uint32_t want = std::min<uint32_t>(kPostBurst, static_cast<uint32_t>(num_entries - done));
+    const uint32_t n = cq->ring.dequeue_burst(e, want);
+    for (uint32_t i = 0; i < n; ++i) {
+      smrc_wc& w = wc[done + i];
+      w = smrc_wc{};
+      w.wr_id = e[i].wr_id;
+      w.status = e[i].status;
+      w.opcode = e[i].opcode;
+      w.qp_num = e[i].qpn;
+      w.byte_len = e[i].byte_len;
+      w.imm_data = e[i].imm;
+      w.wc_flags = e[i].opcode == uint8_t(CqeOpcode::kRecvWriteImm) ? SMRC_WC_WITH_IMM : 0;
+      w.vendor_err = e[i].vendor_err;
+    }
+    done += static_cast<int>(n);
+    if (n < want) break;
+  }
+  if (done > 0) {
+    cq->empty_polls = 0;
+    return done;
+  }
+  if (cq->ring.corrupt()) return -EIO;
+  const uint32_t overflow = cq->ctrl->overflow.load(std::memory_order_relaxed);
+  if (overflow != cq->seen_overflow) {
+    cq->seen_overflow = overflow;
+    return -EIO;
+  }
+  if (++cq->empty_polls >= kAliveCheckPolls) {
+    cq->empty_polls = 0;
+    if (peer_gone(cq->ctx)) return -ENOTCONN;
+  }
+  return 0;
+}
+
+int smrc_req_notify_cq(struct smrc_cq* cq, int /*solicited_only*/) {
+  if (cq == nullptr || cq->channel == nullptr) return EINVAL;
+  if (cq->ctx->dead.load(std::memory_order_acquire)) return ENOTCONN;
+  cq->ctrl->armed.store(1, std::memory_order_seq_cst);
+  return 0;
+}
+
+int smrc_get_cq_event(struct smrc_comp_channel* ch, struct smrc_cq** cq, void** cq_context,
+                      int timeout_ms) {
+  if (ch == nullptr || cq == nullptr) return EINVAL;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> g(ch->mu);
+      for (smrc_cq* c : ch->cqs)
+        if (c->ctrl->fired.exchange(0, std::memory_order_acq_rel) != 0) {
+          *cq = c;
+          if (cq_context) *cq_context = c->cq_context;
+          return 0;
+        }
+    }
+    if (peer_gone(ch->ctx)) return ENOTCONN;
+    if (timeout_ms == 0) return ETIMEDOUT;
+    // Wait on the eventfd and the socket (for the daemon's end) at once.
+    pollfd p[2] = {{ch->efd, POLLIN, 0}, {ch->ctx->fd, POLLRDHUP, 0}};
+    const int n = ::poll(p, 2, timeout_ms);
+    if (n < 0 && errno != EINTR) return errno;
+    if (n == 0) return ETIMEDOUT;
+    if (p[0].revents & POLLIN) {
+      uint64_t v;
+      (void)!::read(ch->efd, &v, sizeof(v));
+    }
+    if (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR)) mark_dead(ch->ctx);
+  }
+}
+
+void smrc_ack_cq_events(struct smrc_cq* /*cq*/, unsigned int /*nevents*/) {}
+
+struct smrc_qp* smrc_create_qp(struct smrc_pd* pd, struct smrc_qp_init_attr* ia) {
+  if (pd == nullptr || ia == nullptr || ia->send_cq == nullptr || ia->recv_cq == nullptr)
+    return fail<smrc_qp>(EINVAL);
+  smrc_context* ctx = pd->ctx;
+  const smrc_qp_cap& cap = ia->cap;
+  if (ia->send_cq->ctx != ctx || ia->recv_cq->ctx != ctx || cap.max_send_wr == 0 ||
+      cap.max_send_wr > ctx->hello.max_qp_wr || cap.max_recv_wr > ctx->hello.max_qp_wr ||
+      cap.max_send_sge > 1 || cap.max_inline_data != 0)
+    return fail<smrc_qp>(EINVAL);
+  const uint32_t ring = std::bit_ceil(std::max<uint32_t>(cap.max_send_wr + cap.max_recv_wr, 2));
+  Mapping mem;
+  const int fd = create_shared(qp_bytes(ring), false, &mem);
+  if (fd < 0) return fail<smrc_qp>(ENOMEM);
+  Msg m = request(MsgType::kCreateQp), r;
+  m.u.create_qp =
+      CreateQpReq{ia->send_cq->id,         ia->recv_cq->id, cap.max_send_wr, cap.max_recv_wr, ring,
+                  ia->sq_sig_all ? 1u : 0u};
+  auto* qp = new (std::nothrow) smrc_qp;
+  if (qp == nullptr) {
+    ::close(fd);
+    unmap_shared(&mem);
+    return fail<smrc_qp>(ENOMEM);
+  }
+  int st;
+  {
+    std::lock_guard<std::mutex> g(ctx->mu);
+    st = call_locked(ctx, m, fd, &r);
+    if (st == 0) ctx->qps[r.u.create_qp_rep.qpn] = qp;
+  }
+  ::close(fd);
+  if (st != 0) {
+    unmap_shared(&mem);
+    delete qp;
+    return fail<smrc_qp>(st);
+  }
+  qp->ctx = ctx;
+  qp->pd = pd;
+  qp->qpn = r.u.create_qp_rep.qpn;
+  qp->init = *ia;
+  qp->init.cap.max_send_sge = 1;
+  qp->mem = mem;
+  qp->ring.attach(mem.addr, ring);
+  pd->users.fetch_add(1);
+  ia->send_cq->users.fetch_add(1);
+  ia->recv_cq->users.fetch_add(1);
+  return qp;
+}
+
+int smrc_destroy_qp(struct smrc_qp* qp) {
+  if (qp == nullptr) return EINVAL;
+  smrc_context* ctx = qp->ctx;
+  Msg m = request(MsgType::kDestroyQp), r;
+  m.u.key.id = qp->qpn;
+  int st;
+  {
+    std::lock_guard<std::mutex> g(ctx->mu);
+    st = call_locked(ctx, m, -1, &r);
+    if (st != 0 && st != ENOTCONN) return st;
+    ctx->qps.erase(qp->qpn);
+  }
+  unmap_shared(&qp->mem);
+  qp->pd->users.fetch_sub(1);
+  qp->init.send_cq->users.fetch_sub(1);
+  qp->init.recv_cq->users.fetch_sub(1);
+  delete qp;
+  return st;
+}
+
+uint32_t smrc_qp_num(const struct smrc_qp* qp) {
+  return qp == nullptr ? 0 : qp->qpn;
+}
+
+const char* smrc_qp_state_str(enum smrc_qp_state s) {
+  switch (s) {
+    case SMRC_QPS_RESET:
+      return "RESET";
+    case SMRC_QPS_INIT:
+      return "INIT";
+    case SMRC_QPS_RTR:
+      return "RTR";
+    case SMRC_QPS_RTS:
+      return "RTS";
+    case SMRC_QPS_ERR:
+      return "ERR";
+  }
+  return "unknown";
+}
+
+int smrc_modify_qp(struct smrc_qp* qp, struct smrc_qp_attr* attr, uint32_t mask) {
+  if (qp == nullptr || attr == nullptr) return EINVAL;
+  if (mask & ~(kOwnMask | kIgnoredMask)) return EINVAL;
+  mask &= kOwnMask;
+  Msg m = request(MsgType::kModifyQp), r;
+  ModifyQpReq& q = m.u.modify_qp;
+  q.qpn = qp->qpn;
+  q.mask = mask;
+  WireQpAttr& w = q.attr;
+  w.qp_state = attr->qp_state;
+  if (mask & SMRC_QP_PATH_MTU) {
+    w.path_mtu = mtu_bytes(attr->path_mtu);
+    if (w.path_mtu == 0) return EINVAL;
+  }
+  w.ev_profile_id = attr->ev_profile_id;
+  w.cc_profile_id = attr->cc_profile_id;
+  std::memcpy(w.dgid, attr->dgid.raw, 16);
+  w.dest_qp_num = attr->dest_qp_num;
+  w.rq_psn = attr->rq_psn;
+  w.sq_psn = attr->sq_psn;
+  w.caps = attr->caps;
+  w.max_wimm_dest = attr->max_wimm_dest;
+  w.max_wimm = attr->max_wimm;
+  w.mpr_dest = attr->mpr_dest;
+  w.mpr = attr->mpr;
+  w.timeout = attr->timeout;
+  w.retry_linear = attr->retry_linear;
+  w.retry_exp = attr->retry_exp;
+  const int st = call(qp->ctx, m, -1, &r);
+  if (st == 0 && (mask & SMRC_QP_STATE)) qp->state.store(attr->qp_state);
+  return st;
+}
+
+int smrc_query_qp(struct smrc_qp* qp, struct smrc_qp_attr* attr, uint32_t /*mask*/,
+                  struct smrc_qp_init_attr* init_attr) {
+  if (qp == nullptr || attr == nullptr) return EINVAL;
+  Msg m = request(MsgType::kQueryQp), r;
+  m.u.key.id = qp->qpn;
+  const int st = call(qp->ctx, m, -1, &r);
+  if (st != 0) return st;
+  const WireQpAttr& w = r.u.query_qp_rep.attr;
+  *attr = smrc_qp_attr{};
+  attr->qp_state = w.qp_state;
+  attr->path_mtu = mtu_enum(w.path_mtu);
+  attr->ev_profile_id = w.ev_profile_id;
+  attr->cc_profile_id = w.cc_profile_id;
+  std::memcpy(attr->dgid.raw, w.dgid, 16);
+  attr->dest_qp_num = w.dest_qp_num;
+  attr->rq_psn = w.rq_psn;
+  attr->sq_psn = w.sq_psn;
+  attr->caps = w.caps;
+  attr->max_wimm_dest = w.max_wimm_dest;
+  attr->max_wimm = w.max_wimm;
+  attr->mpr_dest = w.mpr_dest;
+  attr->mpr = w.mpr;
+  attr->timeout = w.timeout;
+  attr->retry_linear = w.retry_linear;
+  attr->retry_exp = w.retry_exp;
+  qp->state.store(w.qp_state);
+  if (init_attr) *init_attr = qp->init;
+  return 0;
+}
+
+int smrc_post_send(struct smrc_qp* qp, struct smrc_send_wr* wr, struct smrc_send_wr** bad_wr) {
+  if (bad_wr) *bad_wr = wr;
+  if (qp == nullptr || wr == nullptr) return EINVAL;
+  if (qp->ctx->dead.load(std::memory_order_acquire)) return ENOTCONN;
+  if (qp->state.load(std::memory_order_relaxed) != SMRC_QPS_RTS) return EINVAL;
+  const bool sig_all = qp->init.sq_sig_all != 0;
+  WorkRequest batch[kPostBurst];
+  smrc_send_wr* first[kPostBurst];
+  while (wr != nullptr) {
+    uint32_t n = 0;
+    int refused = 0;
+    for (; wr != nullptr && n < kPostBurst; wr = wr->next) {
+      if (wr->opcode != SMRC_WR_RDMA_WRITE && wr->opcode != SMRC_WR_RDMA_WRITE_WITH_IMM) {
+        refused = EOPNOTSUPP;
+        break;
+      }
+      if (wr->num_sge < 0 || wr->num_sge > 1 || (wr->num_sge == 1 && wr->sg_list == nullptr) ||
+          (wr->send_flags & SMRC_SEND_INLINE)) {
+        refused = EINVAL;
+        break;
+      }
+      WorkRequest& w = batch[n];
+      w = WorkRequest{};
+      w.wr_id = wr->wr_id;
+      if (wr->num_sge == 1) {
+        w.local_addr = wr->sg_list[0].addr;
+        w.length = wr->sg_list[0].length;
+        w.lkey = wr->sg_list[0].lkey;
+      }
+      w.remote_addr = wr->rdma.remote_addr;
+      w.rkey = wr->rdma.rkey;
+      w.imm = wr->imm_data;
+      w.opcode = uint8_t(wr->opcode == SMRC_WR_RDMA_WRITE ? WrOpcode::kWrite : WrOpcode::kWriteImm);
+      w.flags = (sig_all || (wr->send_flags & SMRC_SEND_SIGNALED)) ? kWrSignaled : 0;
+      first[n++] = wr;
+    }
+    const uint32_t in = n ? qp->ring.enqueue_burst(batch, n) : 0;
+    if (in < n) {
+      if (bad_wr) *bad_wr = first[in];
+      return qp->ring.corrupt() ? EIO : ENOMEM;
+    }
+    if (refused != 0) {
+      if (bad_wr) *bad_wr = wr;
+      return refused;
+    }
+  }
+  if (bad_wr) *bad_wr = nullptr;
+  return 0;
+}
+
+int smrc_post_recv(struct smrc_qp* qp, struct smrc_recv_wr* wr, struct smrc_recv_wr** bad_wr) {
+  if (bad_wr) *bad_wr = wr;
+  if (qp == nullptr || wr == nullptr) return EINVAL;
+  if (qp->ctx->dead.load(std::memory_order_acquire)) return ENOTCONN;
+  const uint32_t s = qp->state.load(std::memory_order_relaxed);
+  if (s == SMRC_QPS_RESET || s == SMRC_QPS_ERR) return EINVAL;
+  WorkRequest batch[kPostBurst];
+  smrc_recv_wr* first[kPostBurst];
+  while (wr != nullptr) {
+    uint32_t n = 0;
+    for (; wr != nullptr && n < kPostBurst; wr = wr->next) {
+      batch[n] = WorkRequest{};
+      batch[n].wr_id = wr->wr_id;
+      batch[n].opcode = uint8_t(WrOpcode::kRecv);
+      first[n++] = wr;
+    }
+    const uint32_t in = qp->ring.enqueue_burst(batch, n);
+    if (in < n) {
+      if (bad_wr) *bad_wr = first[in];
+      return qp->ring.corrupt() ? EIO : ENOMEM;
+    }
+  }
+  if (bad_wr) *bad_wr = nullptr;
+  return 0;
+}
+
+const char* smrc_wc_status_str(enum smrc_wc_status s) {
+  switch (s) {
+    case SMRC_WC_SUCCESS:
+      return "success";
+    case SMRC_WC_LOC_LEN_ERR:
+      return "local length error";
+    case SMRC_WC_LOC_QP_OP_ERR:
+      return "local QP operation error";
+    case SMRC_WC_LOC_PROT_ERR:
+      return "local protection error";
+    case SMRC_WC_WR_FLUSH_ERR:
+      return "work request flushed";
+    case SMRC_WC_BAD_RESP_ERR:
+      return "bad work request";
+    case SMRC_WC_REM_ACCESS_ERR:
+      return "remote access error";
+    case SMRC_WC_REM_INV_REQ_ERR:
+      return "remote invalid request";
+    case SMRC_WC_RETRY_EXC_ERR:
+      return "retry exceeded";
+    case SMRC_WC_FATAL_ERR:
+      return "fatal error (daemon gone)";
+    case SMRC_WC_GENERAL_ERR:
+      return "general error";
+  }
+  return "unknown status";
+}
+
+const char* smrc_event_type_str(enum smrc_event_type t) {
+  switch (t) {
+    case SMRC_EVENT_QP_FATAL:
+      return "QP fatal";
+    case SMRC_EVENT_PORT_ACTIVE:
+      return "port active";
+    case SMRC_EVENT_PORT_ERR:
+      return "port error";
+    case SMRC_EVENT_CQ_ERR:
+      return "CQ error";
+    case SMRC_EVENT_DEVICE_FATAL:
+      return "device fatal";
+  }
+  return "unknown event";
+}
+
+int smrc_async_fd(const struct smrc_context* ctx) {
+  return ctx == nullptr ? -1 : ctx->fd;
+}
+
+int smrc_get_async_event(struct smrc_context* ctx, struct smrc_async_event* ev, int timeout_ms) {
+  if (ctx == nullptr || ev == nullptr) return EINVAL;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> g(ctx->mu);
+      // Whatever is already in the socket, without waiting.
+      Msg m;
+      while (!ctx->dead.load() && recv_msg(ctx, &m, MSG_DONTWAIT) == 0)
+        if (m.type == uint16_t(MsgType::kEvent)) ctx->events.push_back(m.u.event);
+      if (!ctx->events.empty()) {
+        const EventMsg e = ctx->events.front();
+        ctx->events.pop_front();
+        *ev = smrc_async_event{};
+        ev->event_type = e.kind;
+        ev->plane = e.plane;
+        ev->qp_num = e.qpn;
+        ev->status = e.status;
+        if (auto it = ctx->qps.find(e.qpn);
+            e.kind == uint32_t(EventKind::kQpFatal) && it != ctx->qps.end()) {
+          ev->qp = it->second;
+          it->second->state.store(SMRC_QPS_ERR);
+        }
+        if (auto it = ctx->cqs.find(e.cq);
+            e.kind == uint32_t(EventKind::kCqErr) && it != ctx->cqs.end())
+          ev->cq = it->second;
+        return 0;
+      }
+      if (ctx->dead.load()) {
+        if (ctx->fatal_reported) return ENOTCONN;
+        ctx->fatal_reported = true;
+        *ev = smrc_async_event{};
+        ev->event_type = SMRC_EVENT_DEVICE_FATAL;
+        ev->status = SMRC_WC_FATAL_ERR;
+        return 0;
+      }
+    }
+    if (timeout_ms == 0) return ETIMEDOUT;
+    pollfd p{ctx->fd, POLLIN | POLLRDHUP, 0};
+    const int n = ::poll(&p, 1, timeout_ms);
+    if (n < 0 && errno != EINTR) return errno;
+    if (n == 0) return ETIMEDOUT;
+    timeout_ms = timeout_ms < 0 ? -1 : 0;  // one more look, then give up
+  }
+}
+
+}  // extern "C"

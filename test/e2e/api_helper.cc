@@ -1,0 +1,543 @@
+// Test programs against the C API, driven by api_test.py. Each mode prints
+// "ok: <check>" lines and exits 0, or prints "FAIL: <check>: ..." and exits 1.
+//
+//   api_helper misuse SOCKET PEER_IP   every misuse path returns its error
+//   api_helper forge SOCKET PEER_IP    a raw client (no libsoftmrc) writes
+//                                      bad descriptors straight into its ring
+//   api_helper stream SOCKET           exchange a line like wimm_exchange,
+//                                      then post Writes until killed
+//   api_helper sink SOCKET             exchange a line, then sleep
+//   api_helper daemon_dies SOCKET      block on a completion channel; when
+//                                      the daemon dies every call must fail
+#include <arpa/inet.h>
+#include <poll.h>
+#include <softmrc/softmrc.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "shm/app_protocol.h"
+#include "shm/shared_memory.h"
+#include "shm/spsc_ring.h"
+
+namespace {
+
+int failures = 0;
+
+void expect(bool cond, const char* what, long got = 0) {
+  if (cond) {
+    std::printf("ok: %s\n", what);
+  } else {
+    std::printf("FAIL: %s (got %ld)\n", what, got);
+    ++failures;
+  }
+  std::fflush(stdout);
+}
+
+void expect_err(int got, int want, const char* what) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "%s -> %s", what, std::strerror(want));
+  expect(got == want, buf, got);
+}
+
+bool parse_gid(const char* ip, smrc_gid* g) {
+  std::memset(g, 0, sizeof(*g));
+  if (inet_pton(AF_INET6, ip, g->raw) == 1) return true;
+  g->raw[10] = g->raw[11] = 0xff;
+  return inet_pton(AF_INET, ip, g->raw + 12) == 1;
+}
+
+struct Basic {
+  smrc_context* ctx = nullptr;
+  smrc_pd* pd = nullptr;
+  smrc_comp_channel* ch = nullptr;
+  smrc_cq* cq = nullptr;
+  smrc_mr* mr = nullptr;
+  smrc_qp* qp = nullptr;
+};
+
+bool setup(const char* sock, Basic* b, uint32_t send_wr = 16) {
+  b->ctx = smrc_open_device(sock);
+  if (!b->ctx) return false;
+  b->pd = smrc_alloc_pd(b->ctx);
+  b->ch = smrc_create_comp_channel(b->ctx);
+  b->cq = smrc_create_cq(b->ctx, 256, nullptr, b->ch);
+  b->mr = smrc_alloc_mr(b->pd, 1 << 20, SMRC_ACCESS_LOCAL_WRITE | SMRC_ACCESS_REMOTE_WRITE);
+  smrc_qp_init_attr ia{};
+  ia.send_cq = ia.recv_cq = b->cq;
+  ia.cap.max_send_wr = send_wr;
+  ia.cap.max_recv_wr = 16;
+  b->qp = b->pd && b->cq ? smrc_create_qp(b->pd, &ia) : nullptr;
+  return b->pd && b->ch && b->cq && b->mr && b->qp;
+}
+
+int to_rts(smrc_qp* qp, const smrc_gid& gid, uint32_t dest_qpn, uint8_t timeout = 10,
+           uint8_t retry_exp = 0) {
+  smrc_qp_attr a{};
+  a.qp_state = SMRC_QPS_INIT;
+  if (int e = smrc_modify_qp(qp, &a, SMRC_QP_STATE)) return e;
+  a = smrc_qp_attr{};
+  a.qp_state = SMRC_QPS_RTR;
+  a.dgid = gid;
+  a.dest_qp_num = dest_qpn;
+  a.rq_psn = 1;
+  if (int e =
+          smrc_modify_qp(qp, &a, SMRC_QP_STATE | SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN))
+    return e;
+  a = smrc_qp_attr{};
+  a.qp_state = SMRC_QPS_RTS;
+  a.sq_psn = 1;
+  a.timeout = timeout;
+  a.retry_linear = 1;
+  a.retry_exp = retry_exp;
+  return smrc_modify_qp(qp, &a,
+                        SMRC_QP_STATE | SMRC_QP_SQ_PSN | SMRC_QP_TIMEOUT | SMRC_QP_RETRY_CNT);
+}
+
+// Polls until a completion or `ms` pass.
+int poll_one(smrc_cq* cq, smrc_wc* wc, int ms = 5000) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end) {
+    const int n = smrc_poll_cq(cq, 1, wc);
+    if (n != 0) return n;
+  }
+  return 0;
+}
+
+int misuse(const char* sock, const char* peer_ip) {
+  smrc_gid peer;
+  if (!parse_gid(peer_ip, &peer)) return 2;
+  // Version mismatch: a library of another protocol version is refused.
+  setenv("SOFTMRC_TEST_PROTOCOL_VERSION", "99", 1);
+  smrc_context* bad = smrc_open_device(sock);
+  expect_err(bad ? 0 : errno, EPROTO, "open_device with another protocol version");
+  unsetenv("SOFTMRC_TEST_PROTOCOL_VERSION");
+  smrc_context* none = smrc_open_device("/nonexistent/softmrc.sock");
+  expect(none == nullptr && (errno == ENOENT), "open_device on no socket -> ENOENT", errno);
+
+  Basic b;
+  expect(setup(sock, &b), "setup: context, PD, channel, CQ, MR, QP");
+  if (failures) return 1;
+  smrc_device_attr da;
+  expect_err(smrc_query_device(b.ctx, &da), 0, "query_device");
+  expect(da.api_version == SMRC_API_VERSION && da.num_planes >= 1, "device attributes");
+  expect_err(smrc_api_version() == SMRC_API_VERSION ? 0 : 1, 0, "smrc_api_version");
+
+  // Bad handles and arguments.
+  expect_err(smrc_query_device(nullptr, &da), EINVAL, "query_device(NULL)");
+  expect_err(smrc_query_gid(b.ctx, 1, nullptr), EINVAL, "query_gid index 1");
+  expect(smrc_alloc_pd(nullptr) == nullptr && errno == EINVAL, "alloc_pd(NULL) -> EINVAL");
+  expect(smrc_alloc_mr(b.pd, 0, 0) == nullptr && errno == EINVAL, "alloc_mr length 0 -> EINVAL");
+  expect(smrc_alloc_mr(b.pd, 4096, 1u << 9) == nullptr && errno == EINVAL,
+         "alloc_mr unknown access -> EINVAL");
+  expect(smrc_create_cq(b.ctx, 0, nullptr, nullptr) == nullptr && errno == EINVAL,
+         "create_cq 0 entries -> EINVAL");
+  expect(smrc_create_cq(b.ctx, 1 << 30, nullptr, nullptr) == nullptr && errno == EINVAL,
+         "create_cq over max_cqe -> EINVAL");
+  smrc_qp_init_attr ia{};
+  expect(smrc_create_qp(b.pd, &ia) == nullptr && errno == EINVAL,
+         "create_qp without CQs -> EINVAL");
+  ia.send_cq = ia.recv_cq = b.cq;
+  ia.cap.max_send_wr = 1u << 30;
+  expect(smrc_create_qp(b.pd, &ia) == nullptr && errno == EINVAL,
+         "create_qp over max_qp_wr -> EINVAL");
+  expect_err(smrc_poll_cq(nullptr, 1, nullptr), -EINVAL, "poll_cq(NULL)");
+  expect_err(smrc_destroy_cq(b.cq), EBUSY, "destroy_cq used by a QP");
+  expect_err(smrc_dealloc_pd(b.pd), EBUSY, "dealloc_pd with MR and QP");
+  expect_err(smrc_destroy_comp_channel(b.ch), EBUSY, "destroy_comp_channel with a CQ");
+  uint64_t id = 0;
+  expect_err(smrc_query_profile(b.ctx, SMRC_PROFILE_EV, "default", &id), 0,
+             "query_profile default");
+  expect(id == 1, "default EV profile id 1", static_cast<long>(id));
+  expect_err(smrc_query_profile(b.ctx, SMRC_PROFILE_EV, "nope", &id), ENOENT,
+             "query_profile unknown name");
+
+  // Posting before RTS.
+  smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), 64, b.mr->lkey};
+  smrc_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = SMRC_WR_RDMA_WRITE;
+  wr.send_flags = SMRC_SEND_SIGNALED;
+  smrc_send_wr* bad_wr = nullptr;
+  expect_err(smrc_post_send(b.qp, &wr, &bad_wr), EINVAL, "post_send in RESET");
+  expect(bad_wr == &wr, "bad_wr names the refused request");
+  smrc_recv_wr rwr{};
+  expect_err(smrc_post_recv(b.qp, &rwr, nullptr), EINVAL, "post_recv in RESET");
+
+  // Bad state transitions.
+  smrc_qp_attr a{};
+  a.qp_state = SMRC_QPS_RTS;
+  a.sq_psn = 1;
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_SQ_PSN), EINVAL, "RESET -> RTS");
+  a = smrc_qp_attr{};
+  a.qp_state = SMRC_QPS_INIT;
+  a.ev_profile_id = 42;
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_EV_PROFILE), ENOENT,
+             "INIT with an unknown EV profile id");
+  a.ev_profile_id = 0;
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_SQ_PSN), EINVAL,
+             "INIT with an RTS attribute");
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_PORT | SMRC_QP_PKEY_INDEX), 0,
+             "INIT with verbs-only PORT/PKEY (ignored)");
+  expect_err(smrc_modify_qp(b.qp, &a, 1u << 17), EINVAL, "unknown mask bit");
+  a = smrc_qp_attr{};
+  a.qp_state = SMRC_QPS_RTR;
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE), EINVAL, "RTR without AV/DEST_QPN/RQ_PSN");
+  smrc_gid unknown;
+  parse_gid("fd00:dead::1", &unknown);
+  a.dgid = unknown;
+  a.dest_qp_num = 5;
+  const uint32_t rtr = SMRC_QP_STATE | SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN;
+  expect_err(smrc_modify_qp(b.qp, &a, rtr), EHOSTUNREACH, "RTR to an unknown GID");
+  a.dgid = peer;
+  a.path_mtu = 9;
+  expect_err(smrc_modify_qp(b.qp, &a, rtr | SMRC_QP_PATH_MTU), EINVAL, "RTR with a bad MTU enum");
+  a.path_mtu = SMRC_MTU_4096;
+  expect_err(smrc_modify_qp(b.qp, &a, rtr | SMRC_QP_PATH_MTU), EINVAL,
+             "RTR with a path MTU over the endpoint's");
+  expect_err(smrc_modify_qp(b.qp, &a, rtr), 0, "INIT -> RTR");
+  a = smrc_qp_attr{};
+  a.qp_state = SMRC_QPS_RTS;
+  a.sq_psn = 1;
+  a.max_wimm = 65535;
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_SQ_PSN | SMRC_QP_MAX_WIMM), EINVAL,
+             "RTS with max_wimm over the device's (too many WIMMs)");
+  a.max_wimm = 0;
+  a.timeout = 25;
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_SQ_PSN | SMRC_QP_TIMEOUT), EINVAL,
+             "RTS with timeout 25");
+  a.timeout = 8;
+  a.verbs_retry_cnt = 14;
+  a.rnr_retry = 14;
+  expect_err(smrc_modify_qp(b.qp, &a,
+                            SMRC_QP_STATE | SMRC_QP_SQ_PSN | SMRC_QP_MAX_WIMM | SMRC_QP_TIMEOUT |
+                                SMRC_QP_VERBS_RETRY_CNT | SMRC_QP_RNR_RETRY),
+             0, "RTR -> RTS with max_wimm 0 and verbs RNR/retry 14 (ignored)");
+  smrc_qp_attr q{};
+  expect_err(smrc_query_qp(b.qp, &q, 0, nullptr), 0, "query_qp");
+  expect(q.qp_state == SMRC_QPS_RTS && q.timeout == 8 && q.dest_qp_num == 5, "query_qp says RTS");
+
+  // Unsupported opcodes are refused at post time.
+  for (uint32_t op : {SMRC_WR_SEND, SMRC_WR_RDMA_READ, SMRC_WR_ATOMIC_FETCH_AND_ADD}) {
+    wr.opcode = op;
+    expect_err(smrc_post_send(b.qp, &wr, nullptr), EOPNOTSUPP, "post_send of a non-MRC opcode");
+  }
+  wr.opcode = SMRC_WR_RDMA_WRITE;
+  wr.num_sge = 2;
+  expect_err(smrc_post_send(b.qp, &wr, nullptr), EINVAL, "post_send with 2 SGEs");
+  wr.num_sge = 1;
+  wr.send_flags = SMRC_SEND_INLINE;
+  expect_err(smrc_post_send(b.qp, &wr, nullptr), EINVAL, "post_send inline");
+  wr.send_flags = SMRC_SEND_SIGNALED;
+
+  // An SGE outside its region, and a foreign lkey: error completions.
+  smrc_wc wc{};
+  sge.addr = reinterpret_cast<uintptr_t>(b.mr->addr) + b.mr->length - 8;
+  sge.length = 64;
+  wr.wr_id = 11;
+  expect_err(smrc_post_send(b.qp, &wr, nullptr), 0, "post_send of an out-of-region SGE");
+  expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 11 && wc.status == SMRC_WC_LOC_PROT_ERR,
+         "out-of-region SGE completes with LOC_PROT_ERR", wc.status);
+  sge.addr = reinterpret_cast<uintptr_t>(b.mr->addr);
+  sge.lkey = b.mr->lkey ^ 0x10000;  // another generation of the same slot
+  wr.wr_id = 12;
+  expect_err(smrc_post_send(b.qp, &wr, nullptr), 0, "post_send with a stale lkey");
+  expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 12 && wc.status == SMRC_WC_LOC_PROT_ERR,
+         "stale lkey completes with LOC_PROT_ERR", wc.status);
+  sge.lkey = b.mr->lkey;
+  wr.opcode = SMRC_WR_RDMA_WRITE_WITH_IMM;
+  wr.wr_id = 13;
+  expect_err(smrc_post_send(b.qp, &wr, nullptr), 0, "post WIMM with max_wimm 0 (engine refuses)");
+  expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 13 && wc.status != SMRC_WC_SUCCESS,
+         "WIMM with max_wimm 0 completes with an error", wc.status);
+  expect(std::strcmp(smrc_wc_status_str(SMRC_WC_LOC_PROT_ERR), "local protection error") == 0,
+         "wc_status_str");
+
+  // Freeing an MR twice is not possible; destroy in order works.
+  expect_err(smrc_destroy_qp(b.qp), 0, "destroy_qp");
+  expect_err(smrc_free_mr(b.mr), 0, "free_mr");
+  expect_err(smrc_destroy_cq(b.cq), 0, "destroy_cq");
+  expect_err(smrc_destroy_comp_channel(b.ch), 0, "destroy_comp_channel");
+  expect_err(smrc_dealloc_pd(b.pd), 0, "dealloc_pd");
+  expect_err(smrc_close_device(b.ctx), 0, "close_device");
+  return failures ? 1 : 0;
+}
+
+// A raw client of the protocol, as a buggy or hostile application would be.
+struct Raw {
+  int fd = -1;
+  uint32_t seq = 0;
+  int call(softmrc::shm::Msg& m, int pass_fd, softmrc::shm::Msg* r) {
+    m.magic = softmrc::shm::kAppMagic;
+    m.seq = ++seq;
+    iovec iov{&m, sizeof(m)};
+    msghdr h{};
+    h.msg_iov = &iov;
+    h.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    if (pass_fd >= 0) {
+      h.msg_control = control;
+      h.msg_controllen = sizeof(control);
+      cmsghdr* c = CMSG_FIRSTHDR(&h);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+    }
+    if (sendmsg(fd, &h, MSG_NOSIGNAL) != sizeof(m)) return -1;
+    for (;;) {
+      if (recv(fd, r, sizeof(*r), 0) != sizeof(*r)) return -1;
+      if (r->type != uint16_t(softmrc::shm::MsgType::kEvent)) return r->status;
+    }
+  }
+};
+
+int forge(const char* sock, const char* peer_ip) {
+  namespace s = softmrc::shm;
+  smrc_gid peer;
+  if (!parse_gid(peer_ip, &peer)) return 2;
+  Raw raw;
+  raw.fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", sock);
+  if (connect(raw.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return 2;
+  s::Msg m{}, r{};
+  // Garbage before hello, a short message, then hello.
+  m.type = uint16_t(s::MsgType::kCreateCq);
+  expect_err(raw.call(m, -1, &r), EBADF, "create_cq without its memfd");
+  m = s::Msg{};
+  m.type = uint16_t(s::MsgType::kQueryProfile);
+  m.u.query_profile.kind = 1;
+  expect_err(raw.call(m, -1, &r), EPROTO, "a request before hello");
+  m = s::Msg{};
+  m.type = 77;
+  expect_err(raw.call(m, -1, &r), EINVAL, "an unknown message type");
+  m = s::Msg{};
+  m.type = uint16_t(s::MsgType::kHello);
+  m.u.hello.protocol_version = s::kAppProtocolVersion;
+  m.u.hello.api_version = SMRC_API_VERSION;
+  expect_err(raw.call(m, -1, &r), 0, "hello");
+
+  // A memfd that is not sealed is refused: it could shrink under the daemon.
+  {
+    const int fd = memfd_create("unsealed", 0);
+    (void)!ftruncate(fd, 1 << 16);
+    m = s::Msg{};
+    m.type = uint16_t(s::MsgType::kRegMr);
+    m.u.reg_mr.addr = 1 << 20;
+    m.u.reg_mr.length = 1 << 16;
+    expect_err(raw.call(m, fd, &r), EBADF, "reg_mr of an unsealed memfd");
+    close(fd);
+  }
+  // A region longer than its memfd is refused.
+  s::Mapping region;
+  int fd = s::create_shared(1 << 16, false, &region);
+  m = s::Msg{};
+  m.type = uint16_t(s::MsgType::kRegMr);
+  m.u.reg_mr.addr = reinterpret_cast<uint64_t>(region.addr);
+  m.u.reg_mr.length = 1 << 20;
+  expect_err(raw.call(m, fd, &r), EINVAL, "reg_mr longer than its memfd");
+  m.u.reg_mr.length = 1 << 16;
+  m.u.reg_mr.access = 3;
+  expect_err(raw.call(m, fd, &r), 0, "reg_mr");
+  const uint32_t lkey = r.u.reg_mr_rep.key;
+  close(fd);
+  // A CQ and a QP whose rings we write ourselves.
+  s::Mapping cqmem, qpmem;
+  fd = s::create_shared(s::cq_bytes(64), false, &cqmem);
+  m = s::Msg{};
+  m.type = uint16_t(s::MsgType::kCreateCq);
+  m.u.create_cq.capacity = 64;
+  expect_err(raw.call(m, fd, &r), 0, "create_cq");
+  const uint32_t cq = r.u.id_rep.id;
+  close(fd);
+  fd = s::create_shared(s::qp_bytes(16), false, &qpmem);
+  m = s::Msg{};
+  m.type = uint16_t(s::MsgType::kCreateQp);
+  m.u.create_qp = s::CreateQpReq{cq, cq, 8, 8, 16, 0};
+  expect_err(raw.call(m, fd, &r), 0, "create_qp");
+  const uint32_t qpn = r.u.create_qp_rep.qpn;
+  close(fd);
+  m = s::Msg{};
+  m.type = uint16_t(s::MsgType::kDestroyQp);
+  m.u.key.id = qpn + 1000;
+  expect_err(raw.call(m, -1, &r), EINVAL, "destroy a QP that is not ours");
+  // To RTS, straight through the protocol.
+  const auto modify = [&](uint32_t state, uint32_t mask) {
+    m = s::Msg{};
+    m.type = uint16_t(s::MsgType::kModifyQp);
+    m.u.modify_qp.qpn = qpn;
+    m.u.modify_qp.mask = mask | SMRC_QP_STATE;
+    m.u.modify_qp.attr.qp_state = state;
+    std::memcpy(m.u.modify_qp.attr.dgid, peer.raw, 16);
+    m.u.modify_qp.attr.dest_qp_num = 9;
+    return raw.call(m, -1, &r);
+  };
+  expect_err(modify(SMRC_QPS_INIT, 0), 0, "raw INIT");
+  expect_err(modify(SMRC_QPS_RTR, SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN), 0, "raw RTR");
+  expect_err(modify(SMRC_QPS_RTS, SMRC_QP_SQ_PSN), 0, "raw RTS");
+
+  s::RingProducer<s::WorkRequest> wq;
+  wq.attach(qpmem.addr, 16);
+  s::RingConsumer<s::Cqe> cqr;
+  cqr.attach(static_cast<char*>(cqmem.addr) + s::cq_ring_offset(), 64);
+  const uint64_t base = reinterpret_cast<uint64_t>(region.addr);
+  s::WorkRequest bad[4]{};
+  bad[0] = {1, base, 0, 64, lkey, 0, 0, 9, s::kWrSignaled, {}};            // opcode 9
+  bad[1] = {2, base + 65000, 0, 4096, lkey, 0, 0, 0, s::kWrSignaled, {}};  // past the end
+  bad[2] = {3, 0x1000, 0, 64, lkey + 1, 0, 0, 0, s::kWrSignaled, {}};      // not our lkey
+  bad[3] = {4, base, 0, 0x90000000u, lkey, 0, 0, 1, s::kWrSignaled, {}};   // too long
+  expect(wq.enqueue_burst(bad, 4) == 4, "four forged descriptors written into the ring");
+  s::Cqe got[4]{};
+  uint32_t n = 0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (n < 4 && std::chrono::steady_clock::now() < end) n += cqr.dequeue_burst(got + n, 4 - n);
+  expect(n == 4, "four error completions", n);
+  expect(got[0].wr_id == 1 && got[0].status == uint8_t(s::WcStatus::kLocQpOpErr),
+         "forged opcode -> LOC_QP_OP_ERR", got[0].status);
+  expect(got[1].wr_id == 2 && got[1].status == uint8_t(s::WcStatus::kLocProtErr),
+         "SGE past the region -> LOC_PROT_ERR", got[1].status);
+  expect(got[2].wr_id == 3 && got[2].status == uint8_t(s::WcStatus::kLocProtErr),
+         "foreign lkey -> LOC_PROT_ERR", got[2].status);
+  expect(got[3].wr_id == 4 && got[3].status == uint8_t(s::WcStatus::kLocLenErr),
+         "length over the limit -> LOC_LEN_ERR", got[3].status);
+
+  // A garbage producer index: the daemon must not read outside the ring;
+  // the QP fails with a QP-fatal event, and the daemon keeps serving.
+  auto* hdr = static_cast<s::RingHeader*>(qpmem.addr);
+  hdr->prod.store(0x7fff1234, std::memory_order_release);
+  bool fatal = false;
+  pollfd p{raw.fd, POLLIN, 0};
+  while (!fatal && poll(&p, 1, 5000) > 0) {
+    if (recv(raw.fd, &r, sizeof(r), 0) != sizeof(r)) break;
+    fatal = r.type == uint16_t(s::MsgType::kEvent) &&
+            r.u.event.kind == uint32_t(s::EventKind::kQpFatal) && r.u.event.qpn == qpn;
+  }
+  expect(fatal, "garbage producer index -> QP fatal event");
+  m = s::Msg{};
+  m.type = uint16_t(s::MsgType::kQueryQp);
+  m.u.key.id = qpn;
+  expect(raw.call(m, -1, &r) == 0 && r.u.query_qp_rep.attr.qp_state == SMRC_QPS_ERR,
+         "the QP is in ERR, the daemon still answers");
+  close(raw.fd);
+  return failures ? 1 : 0;
+}
+
+// Exchange a line like wimm_exchange; returns the peer's (qpn, rkey, addr, gid).
+bool exchange(Basic& b, uint32_t* qpn, uint32_t* rkey, uint64_t* addr, smrc_gid* gid) {
+  smrc_gid me;
+  smrc_query_gid(b.ctx, 0, &me);
+  std::printf("%u 1 %u %" PRIu64, smrc_qp_num(b.qp), b.mr->rkey,
+              static_cast<uint64_t>(reinterpret_cast<uintptr_t>(b.mr->addr)));
+  for (unsigned char c : me.raw) std::printf(" %u", c);
+  std::printf("\n");
+  std::fflush(stdout);
+  unsigned psn, g;
+  if (std::scanf("%u %u %u %" SCNu64, qpn, &psn, rkey, addr) != 4) return false;
+  for (int i = 0; i < 16; ++i) {
+    if (std::scanf("%u", &g) != 1) return false;
+    gid->raw[i] = static_cast<uint8_t>(g);
+  }
+  return true;
+}
+
+int stream(const char* sock, bool send) {
+  Basic b;
+  if (!setup(sock, &b, 64)) return 2;
+  uint32_t qpn, rkey;
+  uint64_t addr;
+  smrc_gid gid;
+  if (!exchange(b, &qpn, &rkey, &addr, &gid) || to_rts(b.qp, gid, qpn, 12, 2) != 0) return 3;
+  std::printf("ready\n");
+  std::fflush(stdout);
+  if (!send) {
+    for (;;) pause();
+  }
+  smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), 65536, b.mr->lkey};
+  smrc_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = SMRC_WR_RDMA_WRITE;
+  wr.send_flags = SMRC_SEND_SIGNALED;
+  wr.rdma.remote_addr = addr;
+  wr.rdma.rkey = rkey;
+  uint64_t done = 0, out = 0;
+  smrc_wc wc[16];
+  for (;;) {
+    while (out < 16 && smrc_post_send(b.qp, &wr, nullptr) == 0) ++out;
+    const int n = smrc_poll_cq(b.cq, 16, wc);
+    if (n < 0) return 4;
+    for (int i = 0; i < n; ++i)
+      if (wc[i].status != SMRC_WC_SUCCESS) return 5;
+    out -= n;
+    done += n;
+    if (n > 0 && done % 64 < static_cast<uint64_t>(n)) {
+      std::printf("written %" PRIu64 "\n", done);
+      std::fflush(stdout);
+    }
+  }
+}
+
+int daemon_dies(const char* sock) {
+  Basic b;
+  if (!setup(sock, &b)) return 2;
+  expect_err(smrc_req_notify_cq(b.cq, 0), 0, "req_notify_cq");
+  std::printf("ready\n");
+  std::fflush(stdout);
+  smrc_cq* cq = nullptr;
+  void* cq_ctx = nullptr;
+  // Blocks until the test kills the daemon: must return, not hang.
+  expect_err(smrc_get_cq_event(b.ch, &cq, &cq_ctx, 20000), ENOTCONN,
+             "get_cq_event when the daemon dies");
+  smrc_wc wc;
+  int n = 0;
+  for (int i = 0; i < 100000 && n == 0; ++i) n = smrc_poll_cq(b.cq, 1, &wc);
+  expect_err(n, -ENOTCONN, "poll_cq when the daemon is gone");
+  smrc_recv_wr rwr{};
+  expect_err(smrc_post_recv(b.qp, &rwr, nullptr), ENOTCONN, "post_recv");
+  smrc_qp_attr a{};
+  a.qp_state = SMRC_QPS_INIT;
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE), ENOTCONN, "modify_qp");
+  expect(smrc_alloc_mr(b.pd, 4096, 0) == nullptr && errno == ENOTCONN, "alloc_mr -> ENOTCONN");
+  // Events queued before the end (ports going up) come first, then the
+  // end itself.
+  smrc_async_event ev{};
+  int got = 0;
+  for (int i = 0; i < 16 && got == 0 && ev.event_type != SMRC_EVENT_DEVICE_FATAL; ++i)
+    got = smrc_get_async_event(b.ctx, &ev, 1000);
+  expect_err(got, 0, "get_async_event");
+  expect(ev.event_type == SMRC_EVENT_DEVICE_FATAL, "DEVICE_FATAL event", ev.event_type);
+  expect_err(smrc_get_async_event(b.ctx, &ev, 0), ENOTCONN, "then ENOTCONN");
+  expect_err(smrc_destroy_qp(b.qp), ENOTCONN, "destroy_qp still frees");
+  smrc_free_mr(b.mr);
+  smrc_destroy_cq(b.cq);
+  smrc_destroy_comp_channel(b.ch);
+  smrc_dealloc_pd(b.pd);
+  smrc_close_device(b.ctx);
+  return failures ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) return 2;
+  const std::string mode = argv[1];
+  if (mode == "misuse" && argc == 4) return misuse(argv[2], argv[3]);
+  if (mode == "forge" && argc == 4) return forge(argv[2], argv[3]);
+  if (mode == "stream") return stream(argv[2], true);
+  if (mode == "sink") return stream(argv[2], false);
+  if (mode == "daemon_dies") return daemon_dies(argv[2]);
+  return 2;
+}

@@ -1,0 +1,214 @@
+// The checks softmrcd applies to what an application sends and writes
+// (lib/shm/app_protocol.h, shared_memory.h): every kind of garbage gets a
+// refusal or an error status, never an access outside what was shared.
+#include "shm/app_protocol.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "shm/shared_memory.h"
+#include "shm/spsc_ring.h"
+
+namespace softmrc::shm {
+namespace {
+
+Msg request(MsgType t) {
+  Msg m{};
+  m.magic = kAppMagic;
+  m.type = uint16_t(t);
+  return m;
+}
+
+int validate(const Msg& m, bool fd = false, size_t bytes = sizeof(Msg)) {
+  const char* why = nullptr;
+  const int st = validate_message(m, bytes, fd, &why);
+  EXPECT_NE(why, nullptr);
+  return st;
+}
+
+TEST(AppMessage, WrongSizeOrMagicIsAProtocolError) {
+  Msg m = request(MsgType::kHello);
+  EXPECT_EQ(validate(m), 0);
+  EXPECT_EQ(validate(m, false, sizeof(Msg) - 1), EPROTO);
+  m.magic = 0;
+  EXPECT_EQ(validate(m), EPROTO);
+}
+
+TEST(AppMessage, UnknownTypesAndRepliesAreRefused) {
+  for (uint16_t t : {uint16_t{0}, uint16_t(MsgType::kEvent), uint16_t{999},
+                     uint16_t(uint16_t(MsgType::kHello) | kReplyBit)}) {
+    Msg m = request(MsgType::kHello);
+    m.type = t;
+    EXPECT_EQ(validate(m), EINVAL) << t;
+  }
+}
+
+TEST(AppMessage, AFileDescriptorExactlyWhereOneBelongs) {
+  EXPECT_EQ(validate(request(MsgType::kHello), true), EBADF);
+  Msg cq = request(MsgType::kCreateCq);
+  cq.u.create_cq.capacity = 64;
+  EXPECT_EQ(validate(cq, false), EBADF);
+  EXPECT_EQ(validate(cq, true), 0);
+}
+
+TEST(AppMessage, CqAndQpSizesMustBePowersOfTwoWithinLimits) {
+  Msg cq = request(MsgType::kCreateCq);
+  for (uint32_t cap : {0u, 1u, 3u, 100u, kMaxCqe * 2}) {
+    cq.u.create_cq.capacity = cap;
+    EXPECT_EQ(validate(cq, true), EINVAL) << cap;
+  }
+  Msg qp = request(MsgType::kCreateQp);
+  qp.u.create_qp = CreateQpReq{1, 1, 16, 16, 16, 0};  // ring smaller than the two queues
+  EXPECT_EQ(validate(qp, true), EINVAL);
+  qp.u.create_qp.ring_capacity = 32;
+  EXPECT_EQ(validate(qp, true), 0);
+  qp.u.create_qp.max_send_wr = kMaxQpWr + 1;
+  EXPECT_EQ(validate(qp, true), EINVAL);
+}
+
+TEST(AppMessage, RegionsMustNotWrapOrBeEmpty) {
+  Msg m = request(MsgType::kRegMr);
+  m.u.reg_mr.addr = 4096;
+  m.u.reg_mr.length = 0;
+  EXPECT_EQ(validate(m, true), EINVAL);
+  m.u.reg_mr.length = 4096;
+  EXPECT_EQ(validate(m, true), 0);
+  m.u.reg_mr.addr = std::numeric_limits<uint64_t>::max() - 10;
+  EXPECT_EQ(validate(m, true), EINVAL);
+  m.u.reg_mr.addr = 4096;
+  m.u.reg_mr.access = 1u << 9;
+  EXPECT_EQ(validate(m, true), EINVAL);
+}
+
+TEST(AppMessage, StringsMustBeTerminated) {
+  Msg m = request(MsgType::kQueryProfile);
+  m.u.query_profile.kind = 1;
+  std::memset(m.u.query_profile.name, 'x', sizeof(m.u.query_profile.name));
+  EXPECT_EQ(validate(m), EINVAL);
+  m.u.query_profile.name[5] = '\0';
+  EXPECT_EQ(validate(m), 0);
+  m.u.query_profile.kind = 3;
+  EXPECT_EQ(validate(m), EINVAL);
+}
+
+class Regions : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(table.add({0x10003, 7, 0x100000, 0x1000}));  // index 3, owner 7
+    ASSERT_TRUE(table.add({0x20004, 8, 0x200000, 0x1000}));  // index 4, owner 8
+  }
+  WorkRequest write(uint32_t lkey, uint64_t addr, uint32_t len) {
+    WorkRequest w{};
+    w.opcode = uint8_t(WrOpcode::kWrite);
+    w.lkey = lkey;
+    w.local_addr = addr;
+    w.length = len;
+    return w;
+  }
+  std::vector<RegionEntry> slots = std::vector<RegionEntry>(16);
+  RegionTable table{slots.data(), 16};
+};
+
+TEST_F(Regions, AKeyMatchesOnlyItsOwnerAndGeneration) {
+  EXPECT_NE(table.find(0x10003, 7), nullptr);
+  EXPECT_EQ(table.find(0x10003, 8), nullptr);  // another application's
+  EXPECT_EQ(table.find(0x20003, 7), nullptr);  // a stale generation
+  EXPECT_EQ(table.find(0x10099, 7), nullptr);  // an index past the table
+  EXPECT_EQ(table.find(0, 7), nullptr);
+  EXPECT_FALSE(table.add({0x30003, 7, 0, 1}));  // slot taken
+  table.remove(0x20003);                        // wrong generation: no effect
+  EXPECT_NE(table.find(0x10003, 7), nullptr);
+  table.remove(0x10003);
+  EXPECT_EQ(table.find(0x10003, 7), nullptr);
+}
+
+TEST_F(Regions, RangesAreCheckedWithoutOverflow) {
+  const RegionEntry& r = *table.find(0x10003, 7);
+  EXPECT_TRUE(range_inside(r, 0x100000, 0x1000));
+  EXPECT_TRUE(range_inside(r, 0x101000, 0));
+  EXPECT_FALSE(range_inside(r, 0x100001, 0x1000));
+  EXPECT_FALSE(range_inside(r, 0xfffff, 2));
+  EXPECT_FALSE(range_inside(r, 0x100800, std::numeric_limits<uint64_t>::max()));
+  EXPECT_FALSE(range_inside(r, std::numeric_limits<uint64_t>::max(), 1));
+}
+
+TEST_F(Regions, EveryBadDescriptorGetsItsStatus) {
+  EXPECT_EQ(check_work_request(write(0x10003, 0x100000, 64), 7, table, kMaxMsgBytes),
+            WcStatus::kSuccess);
+  EXPECT_EQ(check_work_request(write(0x10003, 0x100fc1, 64), 7, table, kMaxMsgBytes),
+            WcStatus::kLocProtErr);
+  EXPECT_EQ(check_work_request(write(0x20004, 0x200000, 64), 7, table, kMaxMsgBytes),
+            WcStatus::kLocProtErr);  // owner 8's region
+  EXPECT_EQ(check_work_request(write(0x10003, 0x100000, 64), 7, table, 32), WcStatus::kLocLenErr);
+  WorkRequest wrap = write(0x10003, 0x100000, 64);
+  wrap.remote_addr = std::numeric_limits<uint64_t>::max() - 8;
+  EXPECT_EQ(check_work_request(wrap, 7, table, kMaxMsgBytes), WcStatus::kLocLenErr);
+  for (uint8_t op : {uint8_t{3}, uint8_t{9}, uint8_t{255}}) {
+    WorkRequest w = write(0x10003, 0x100000, 64);
+    w.opcode = op;
+    EXPECT_EQ(check_work_request(w, 7, table, kMaxMsgBytes), WcStatus::kLocQpOpErr) << int(op);
+  }
+  // A zero-length Write needs no region; a receive has no SGE at all.
+  EXPECT_EQ(check_work_request(write(0xdead, 0, 0), 7, table, kMaxMsgBytes), WcStatus::kSuccess);
+  WorkRequest recv{};
+  recv.opcode = uint8_t(WrOpcode::kRecv);
+  recv.lkey = 0xdead;
+  EXPECT_EQ(check_work_request(recv, 7, table, kMaxMsgBytes), WcStatus::kSuccess);
+}
+
+// The daemon's end of a QP ring, fed a garbage producer index by the
+// application: it moves nothing and reads nothing outside the ring.
+TEST(WorkRing, GarbageProducerIndexTurnsTheRingCorrupt) {
+  constexpr uint32_t kCap = 16;
+  std::vector<unsigned char> mem(qp_bytes(kCap) + 64);
+  void* at = mem.data() + (64 - reinterpret_cast<uintptr_t>(mem.data()) % 64);
+  format_ring(at);
+  RingProducer<WorkRequest> app;
+  RingConsumer<WorkRequest> daemon;
+  app.attach(at, kCap);
+  daemon.attach(at, kCap);
+  WorkRequest w{};
+  w.wr_id = 1;
+  ASSERT_EQ(app.enqueue_burst(&w, 1), 1u);
+  WorkRequest out[kCap];
+  ASSERT_EQ(daemon.dequeue_burst(out, kCap), 1u);
+  static_cast<RingHeader*>(at)->prod.store(0x7fff0000, std::memory_order_release);
+  EXPECT_EQ(daemon.dequeue_burst(out, kCap), 0u);
+  EXPECT_TRUE(daemon.corrupt());
+  static_cast<RingHeader*>(at)->prod.store(2, std::memory_order_release);  // too late
+  EXPECT_EQ(daemon.dequeue_burst(out, kCap), 0u);
+}
+
+TEST(SharedMemory, OnlySealedMemfdsOfTheRightSizeAreMapped) {
+  Mapping mine;
+  const int fd = create_shared(10000, false, &mine);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(mine.bytes % static_cast<size_t>(sysconf(_SC_PAGESIZE)), 0u);
+  EXPECT_GE(mine.bytes, 10000u);
+  const char* why = nullptr;
+  Mapping theirs;
+  EXPECT_EQ(map_shared(fd, mine.bytes + 1, &theirs, &why), EINVAL);
+  ASSERT_EQ(map_shared(fd, 10000, &theirs, &why), 0) << why;
+  static_cast<char*>(mine.addr)[9999] = 42;
+  EXPECT_EQ(static_cast<char*>(theirs.addr)[9999], 42);
+  EXPECT_NE(ftruncate(fd, 4096), 0);  // sealed: it cannot shrink under the daemon
+  unmap_shared(&theirs);
+  unmap_shared(&mine);
+  close(fd);
+
+  const int unsealed = memfd_create("unsealed", 0);
+  ASSERT_GE(unsealed, 0);
+  ASSERT_EQ(ftruncate(unsealed, 4096), 0);
+  EXPECT_EQ(map_shared(unsealed, 4096, &theirs, &why), EBADF);
+  close(unsealed);
+  EXPECT_EQ(map_shared(-1, 1, &theirs, &why), EBADF);
+}
+
+}  // namespace
+}  // namespace softmrc::shm
