@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "softmrcd/control_server.h"
 #include "softmrcd/prompt.h"
 #include "softmrcd/traffic_plan.h"
 
@@ -114,6 +115,9 @@ bool Daemon::setup(const Config& cfg, const Options& opt, std::string* err) {
   if (!assign_lcores(err) || !setup_traffic(err)) return false;
   for (auto& e : endpoints_)
     if (!e->start(err)) return false;
+  auto control = std::make_unique<ControlServer>(*this);
+  if (!control->open(err)) return false;
+  add_service(std::move(control));
   return true;
 }
 

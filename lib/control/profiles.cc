@@ -690,6 +690,34 @@ Json Registry::to_json() const {
   return o;
 }
 
+bool parse_number(const std::string& s, uint64_t max, uint64_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(s.c_str(), &end, 0);
+  if (s.empty() || s[0] == '-' || s[0] == '+' || *end != '\0' || errno != 0 || v > max)
+    return false;
+  *out = v;
+  return true;
+}
+
+bool parse_number(const std::string& s, uint32_t* out) {
+  uint64_t v = 0;
+  if (!parse_number(s, UINT32_MAX, &v)) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+std::vector<std::string> split_list(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i)
+    if (i == s.size() || s[i] == sep) {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  return out;
+}
+
 bool parse_cc_algorithm(const std::string& s, engine::CcAlgorithm* out) {
   for (engine::CcAlgorithm a : {engine::CcAlgorithm::kNone, engine::CcAlgorithm::kNscc})
     if (s == engine::cc_algorithm_name(a)) {

@@ -206,6 +206,11 @@ Json ev_json(const EvProfile& p, bool with_array);
 Json cc_json(const CcProfile& p);
 std::string ev_value_hex(const wire::EvValue& v, uint32_t bits);  // "0x..." of the used bits
 bool parse_ev_value(const std::string& s, wire::EvValue* out);    // hex, MSB first
+// Words of a request: a whole number (decimal or 0x hex) up to `max`, and
+// a list split at `sep`.
+bool parse_number(const std::string& s, uint64_t max, uint64_t* out);
+bool parse_number(const std::string& s, uint32_t* out);
+std::vector<std::string> split_list(const std::string& s, char sep);
 bool parse_cc_algorithm(const std::string& s, engine::CcAlgorithm* out);
 // One NSCC parameter by its name in cc_json() (units in the names); EINVAL
 // for an unknown name or a value that is not one of its type.
