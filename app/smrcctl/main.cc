@@ -217,15 +217,17 @@ int main(int argc, char** argv) {
   std::string request;
   for (const std::string& w : words) request += (request.empty() ? "" : " ") + w;
   request += "\n";
-  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
-      static_cast<ssize_t>(request.size())) {
-    std::fprintf(stderr, "smrcctl: %s: %s\n", socket_path.c_str(), std::strerror(errno));
-    return kExitNoDaemon;
-  }
+  // A refused peer may find the connection closed before its request is
+  // out; the refusal is still there to read.
+  const bool sent = ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+                    static_cast<ssize_t>(request.size());
+  const int send_errno = errno;
   std::string buf, line, err;
   Json reply;
   if (!read_line(fd, &buf, &line)) {
-    std::fprintf(stderr, "smrcctl: softmrcd closed the connection without a reply\n");
+    std::fprintf(
+        stderr, "smrcctl: %s: %s\n", socket_path.c_str(),
+        sent ? "softmrcd closed the connection without a reply" : std::strerror(send_errno));
     return kExitNoDaemon;
   }
   if (!softmrc::control::parse_json(line, &reply, &err) || !reply.is_object() ||

@@ -411,15 +411,16 @@ void ControlServer::ev_cmd(Client& c, const Words& w, uint64_t now) {
           std::string(st.reason()).find("unknown") != std::string::npos ? Err::kNoent : Err::kInval,
           st.reason());
   }
-  Json rows;
-  std::string err;
-  if (!paged_report("evs", Words{w[2], w[3]}, &rows, &err)) return fail(c, Err::kNoent, err);
-  // With each EV's wire value, from the QP itself.
+  // Each EV's wire value, from the QP itself; the call also makes the
+  // snapshot the report below reads current.
   std::vector<wire::WireEv> values;
   e->call([&](EndpointTask& t, uint64_t) {
     if (const engine::Qp* q = t.engine().qp(qpn))
       for (uint32_t i = 0; i < q->evs().size(); ++i) values.push_back(q->evs().entry(i).value);
   });
+  Json rows;
+  std::string err;
+  if (!paged_report("evs", Words{w[2], w[3]}, &rows, &err)) return fail(c, Err::kNoent, err);
   const wire::EvMode mode = d_.config().endpoints[e->index()].ev_mode;
   Json out = Json::array();
   for (size_t i = 0; i < rows.size(); ++i) {

@@ -303,6 +303,7 @@ void EndpointTask::run_commands(uint64_t now) {
         break;
       case CommandType::kCall:
         c.call->run(*c.call, *this, now);
+        publish(now);  // what the call changed is in the snapshot when call() returns
         c.call->done.store(true, std::memory_order_release);
         break;
     }

@@ -93,8 +93,8 @@ class EndpointTask {
   // Any thread.
   bool command(const Command& c);
   // The control thread, while the lcores run: runs fn(engine, now) on the
-  // owning lcore between two passes and returns once it has run (false: the
-  // command ring is full). The engine is not thread-safe, so every call
+  // owning lcore between two passes and returns once it has run and the
+  // snapshot shows its effects (false: the command ring is full). The engine is not thread-safe, so every call
   // into it from another thread goes this way.
   template <typename Fn>
   bool call(Fn&& fn);

@@ -241,14 +241,17 @@ Result Registry::modify_fmt(uint64_t id, const FmtChange& c) {
   }
   if (to == ProfileState::kOffline && !p.mode)
     return Result::error(Err::kInval, pid("format", id) + " cannot go OFFLINE without a mode");
-  if (to == ProfileState::kOnline && p.state != ProfileState::kOnline) {
-    if (p.widths.empty())
-      return Result::error(Err::kInval, pid("format", id) + " cannot go ONLINE without fields");
+  // Widths are checked against the mode as soon as both are known.
+  if (to != ProfileState::kInit && !p.widths.empty()) {
     if (p.widths.size() > wire::kMaxEvFields)
       return Result::error(Err::kTooBig, pid("format", id) + ": more than " +
                                              std::to_string(wire::kMaxEvFields) + " fields");
     if (Result r = from_wire(wire::check_ev_format(format_of(p)), pid("format", id)); !r.ok())
       return r;
+  }
+  if (to == ProfileState::kOnline && p.state != ProfileState::kOnline) {
+    if (p.widths.empty())
+      return Result::error(Err::kInval, pid("format", id) + " cannot go ONLINE without fields");
     if (*p.mode == wire::EvMode::kSrv6 && !limits_.srv6_framing)
       return Result::error(
           Err::kNotSup, pid("format", id) + ": softmrcd cannot frame SRv6 EVs yet (udp or stev)");
