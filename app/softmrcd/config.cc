@@ -307,6 +307,9 @@ void read_root(const YAML::Node& root, Config* c) {
            &c->tx_payload);
   m.boolean("rx_verify_icrc", &c->rx_verify_icrc);
   m.uint("link_poll_us", 1, 1'000'000, &c->link_poll_us);
+  c->control_socket = m.string("control_socket");
+  c->control_group = m.string("control_group");
+  c->control_state_file = m.string("control_state_file");
   {
     Map mp(m.get("mempool"), "mempool");
     mp.uint("mbufs", 1023, 1u << 24, &c->mbufs);

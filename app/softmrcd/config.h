@@ -174,6 +174,13 @@ struct Config {
   uint32_t hosted = 0;                  // how many of `endpoints` are hosted
   std::vector<LinkSpec> links;
   std::vector<FlowSpec> traffic;
+  // The controller socket (docs/controller.md): its path (empty: smrcctl.sock
+  // in the EAL's runtime directory; "none": no socket), the group whose
+  // members may use it besides root (empty: root only), and the file that
+  // keeps the controller's profiles and port states (empty: none).
+  std::string control_socket;
+  std::string control_group;
+  std::string control_state_file;
 
   uint32_t num_planes() const {
     return endpoints.empty() ? 0 : uint32_t(endpoints[0].planes.size());

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "softmrcd/app_server.h"
+#include "softmrcd/control_server.h"
 #include "softmrcd/prompt.h"
 #include "softmrcd/traffic_plan.h"
 
@@ -115,6 +116,9 @@ bool Daemon::setup(const Config& cfg, const Options& opt, std::string* err) {
     add_service(std::move(apps));
   for (auto& e : endpoints_)
     if (!e->start(err)) return false;
+  auto control = std::make_unique<ControlServer>(*this);
+  if (!control->open(err)) return false;
+  add_service(std::move(control));
   return true;
 }
 

@@ -306,6 +306,7 @@ void EndpointTask::run_commands(uint64_t now) {
         break;
       case CommandType::kCall:
         c.call->run(*c.call, *this, now);
+        publish(now);  // what the call changed is in the snapshot when call() returns
         c.call->done.store(true, std::memory_order_release);
         break;
     }
@@ -377,6 +378,7 @@ void EndpointTask::drain_engine(uint64_t now) {
   engine::Event ev[kBurst];
   while ((n = ep_.poll_events(ev, kBurst)) > 0) {
     for (size_t i = 0; i < n; ++i) {
+      if (ctl_events_ != nullptr) to_control(ev[i]);
       if (ev[i].type == engine::EventType::kProbeReply) txgen_.on_probe_reply(ev[i], now);
       if (app_) app_->on_event(ev[i]);
       // At shutdown the daemon moves every QP to ERROR itself.
@@ -386,6 +388,29 @@ void EndpointTask::drain_engine(uint64_t now) {
       std::fflush(stdout);
     }
   }
+}
+
+void EndpointTask::to_control(const engine::Event& e) {
+  ControlEvent c;
+  if (e.type == engine::EventType::kEvStateChange) {
+    c.type = ControlEventType::kEvState;
+    c.plane = e.ev.plane;
+    c.old_state = static_cast<uint8_t>(e.ev.old_state);
+    c.new_state = static_cast<uint8_t>(e.ev.new_state);
+    c.ev = e.ev.ev;
+    c.losses = e.ev.drop_count;
+    c.at_ns = e.ev.at;
+  } else if (e.type == engine::EventType::kProbeReply && (e.probe_req_id & kControlProbeFlag)) {
+    c.type = ControlEventType::kProbeReply;
+    c.plane = e.plane;
+    c.req_id = e.probe_req_id;
+    c.rtt_ns = e.rtt_ns;
+  } else {
+    return;
+  }
+  c.qpn = e.qpn;
+  if (rte_ring_sp_enqueue_elem(ctl_events_, &c, sizeof(c)) != 0)
+    ctl_lost_.store(ctl_lost_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 bool EndpointTask::tx_room() const {

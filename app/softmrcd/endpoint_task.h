@@ -26,6 +26,7 @@
 #include "port/ethdev/ethdev_port.h"
 #include "softmrcd/clock.h"
 #include "softmrcd/config.h"
+#include "softmrcd/control_events.h"
 #include "softmrcd/framer.h"
 #include "softmrcd/published.h"
 #include "softmrcd/stats.h"
@@ -93,12 +94,17 @@ class EndpointTask {
   // Any thread.
   bool command(const Command& c);
   // The control thread, while the lcores run: runs fn(engine, now) on the
-  // owning lcore between two passes and returns once it has run (false: the
-  // command ring is full). The engine is not thread-safe, so every call
+  // owning lcore between two passes and returns once it has run and the
+  // snapshot shows its effects (false: the command ring is full). The engine is not thread-safe, so every call
   // into it from another thread goes this way.
   template <typename Fn>
   bool call(Fn&& fn);
   Published<EndpointSnapshot>& snapshot() { return snapshot_; }
+  // Before the lcores start: where EV state changes and the controller's
+  // probe replies go (control_events.h); records that find it full are
+  // counted in control_events_lost().
+  void set_control_events(rte_ring* r) { ctl_events_ = r; }
+  uint64_t control_events_lost() const { return ctl_lost_.load(std::memory_order_relaxed); }
   bool flushed() const { return flushed_.load(std::memory_order_acquire); }
 
   // Setup (or after the lcores stopped): the applications' stage, run in
@@ -136,6 +142,7 @@ class EndpointTask {
   void receive(uint32_t plane, uint64_t now);
   void handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now);
   void drain_engine(uint64_t now);
+  void to_control(const engine::Event& e);
   void transmit(uint64_t now);
   void flush_tx(Plane& p);
   bool tx_room() const;
@@ -169,6 +176,8 @@ class EndpointTask {
   uint64_t next_snapshot_ns_ = 0;
   Published<EndpointSnapshot> snapshot_;
   std::atomic<bool> flushed_{false};
+  rte_ring* ctl_events_ = nullptr;
+  std::atomic<uint64_t> ctl_lost_{0};  // written by the lcore only
 };
 
 template <typename Fn>

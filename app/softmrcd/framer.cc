@@ -10,6 +10,12 @@ namespace softmrc::softmrcd {
 
 namespace {
 
+bool names_path(const wire::WireEv& ev) {
+  for (uint8_t b : ev.bytes)
+    if (b != 0) return true;
+  return false;
+}
+
 // Registered memory outlives every mbuf that points into it; the daemon
 // holds one reference per region, so this is never called.
 void keep_region(void*, void*) {}
@@ -126,7 +132,11 @@ void Framer::frame(const engine::TxPacket* tx, size_t n, rte_mbuf** out, bool* e
         ++drops->other[size_t(Drop::kTxNoPeer)];
         continue;
       }
-      const wire::WireEv& ev = p.ev == engine::kNoEv ? default_ev_[p.plane] : *p.wire_ev;
+      // A QP's packet names its EV; a connectionless one may (a controller's
+      // EV probe) or not (all zero: the plane's default path).
+      const wire::WireEv& ev = p.ev != engine::kNoEv || names_path(*p.wire_ev)
+                                   ? *p.wire_ev
+                                   : default_ev_[p.plane];
       const wire::TxMarking mark = p.is_data ? wire::TxMarking{dscp.trimmable, wire::kEcnEct0}
                                              : wire::TxMarking{dscp.control, wire::kEcnNotEct};
       if (extbuf_ && p.payload_len > 0) {

@@ -1,0 +1,405 @@
+// The controller socket's profile requests, the declared profiles and the
+// state file (see control_server.h; the rules are lib/control's).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "softmrcd/control_server.h"
+#include "softmrcd/daemon.h"
+
+namespace softmrc::softmrcd {
+
+using control::Err;
+using control::Json;
+using control::ProfileState;
+using control::Result;
+
+namespace {
+
+// "good,assumed_bad,denied" or "none".
+bool parse_event_mask(const std::string& s, uint32_t* out) {
+  *out = 0;
+  if (s == "none") return true;
+  for (const std::string& x : control::split_list(s, ',')) {
+    if (x == "good")
+      *out |= control::kEventGood;
+    else if (x == "assumed_bad")
+      *out |= control::kEventAssumedBad;
+    else if (x == "denied")
+      *out |= control::kEventDenied;
+    else
+      return false;
+  }
+  return *out != 0;
+}
+
+// "width:init:min:max:mask/width:init:min:max:mask..." (numbers decimal or 0x).
+bool parse_fields(const std::string& s, std::vector<wire::EvField>* out) {
+  out->clear();
+  for (const std::string& f : control::split_list(s, '/')) {
+    const std::vector<std::string> p = control::split_list(f, ':');
+    wire::EvField x;
+    if (p.size() != 5 || !control::parse_number(p[0], &x.width) ||
+        !control::parse_number(p[1], &x.init_val) || !control::parse_number(p[2], &x.min_val) ||
+        !control::parse_number(p[3], &x.max_val) || !control::parse_number(p[4], &x.mask))
+      return false;
+    out->push_back(x);
+  }
+  return !out->empty();
+}
+
+constexpr const char* kProfileUsage =
+    "usage: profile fmt|ev|cc show [<id>] | profile fmt|ev|cc create [<id>] | profile "
+    "fmt|ev|cc destroy <id> | profile fmt set <id> [mode udp|stev|srv6] [widths <w,w,..>] "
+    "[state init|offline|online] | profile ev set <id> [mode explicit|generated|auto] [fmt <id>] "
+    "[count <n>] [min_active <n>] [event_mask <good,assumed_bad,denied|none>] [fields "
+    "<width:init:min:max:mask/...>] [state ...] | profile ev replace <id> <index> <value> <port> "
+    "| profile ev ev-state <id> <value> <port> good|denied | profile cc set <id> [algorithm "
+    "nscc|none] [link_gbps <g> base_rtt_us <u>] [<nscc_param>=<value> ...] [state ...]";
+
+}  // namespace
+
+void ControlServer::profile_cmd(Client& c, const Words& w) {
+  if (w.size() < 3 || (w[1] != "fmt" && w[1] != "ev" && w[1] != "cc"))
+    return fail(c, Err::kInval, kProfileUsage);
+  const char kind = w[1][0];  // 'f', 'e' or 'c'
+  const std::string& op = w[2];
+  uint64_t id = 0;
+  const bool has_id = w.size() > 3;
+  if (has_id && !control::parse_number(w[3], UINT64_MAX, &id))
+    return fail(c, Err::kInval, "'" + w[3] + "' is not a profile id");
+  if (op == "show" && w.size() <= 4) {
+    Json a = Json::array();
+    if (kind == 'f')
+      for (const auto& [pid, p] : profiles_.fmts())
+        if (!has_id || pid == id) a.push(control::fmt_json(p));
+    if (kind == 'e')
+      for (const auto& [pid, p] : profiles_.evs())
+        if (!has_id || pid == id) a.push(control::ev_json(p, has_id));
+    if (kind == 'c')
+      for (const auto& [pid, p] : profiles_.ccs())
+        if (!has_id || pid == id) a.push(control::cc_json(p));
+    if (has_id && a.size() == 0)
+      return fail(c, Err::kNoent, "no " + w[1] + " profile " + std::to_string(id));
+    return reply(c, has_id ? a[0] : a);
+  }
+  Result r;
+  if (op == "create" && w.size() <= 4) {
+    uint64_t got = 0;
+    r = kind == 'f'   ? profiles_.create_fmt(id, &got)
+        : kind == 'e' ? profiles_.create_ev(id, &got)
+                      : profiles_.create_cc(id, &got);
+    id = got;
+  } else if (op == "destroy" && w.size() == 4) {
+    r = kind == 'f'   ? profiles_.destroy_fmt(id)
+        : kind == 'e' ? profiles_.destroy_ev(id)
+                      : profiles_.destroy_cc(id);
+  } else if (op == "set" && has_id) {
+    return profile_set(c, kind, id, w);
+  } else if (kind == 'e' && (op == "replace" || op == "ev-state")) {
+    return profile_ev_op(c, w);
+  } else {
+    return fail(c, Err::kInval, kProfileUsage);
+  }
+  if (!r.ok()) return fail(c, r.code, r.message);
+  save_state();
+  Json o = Json::object();
+  o.set("id", id);
+  o.set(op == "create" ? "created" : "destroyed", true);
+  reply(c, std::move(o));
+}
+
+void ControlServer::profile_set(Client& c, char kind, uint64_t id, const Words& w) {
+  control::FmtChange fc;
+  control::EvProfileChange ec;
+  control::CcChange cc;
+  double link_gbps = 0, base_rtt_us = 0;
+  std::optional<ProfileState> state;
+  const auto bad = [&](const std::string& k, const std::string& v) {
+    fail(c, Err::kInval, "bad " + k + " '" + v + "'");
+  };
+  for (size_t i = 4; i < w.size(); ++i) {
+    const std::string& k = w[i];
+    const size_t eq = k.find('=');
+    if (kind == 'c' && eq != std::string::npos) {  // one NSCC parameter
+      if (!cc.config) {
+        const control::CcProfile* p = profiles_.cc(id);
+        cc.config = p && p->config ? *p->config : engine::NsccParams{};
+      }
+      if (Result r = control::set_nscc_param(&*cc.config, k.substr(0, eq), k.substr(eq + 1));
+          !r.ok())
+        return fail(c, r.code, r.message);
+      continue;
+    }
+    if (i + 1 == w.size()) return fail(c, Err::kInval, "'" + k + "' needs a value");
+    const std::string& v = w[++i];
+    if (k == "state") {
+      ProfileState s;
+      if (!control::parse_profile_state(v, &s)) return bad(k, v);
+      state = s;
+    } else if (kind == 'f' && k == "mode") {
+      wire::EvMode m;
+      if (!control::parse_fmt_mode(v, &m)) return bad(k, v);
+      fc.mode = m;
+    } else if (kind == 'f' && k == "widths") {
+      std::vector<uint32_t> widths;
+      for (const std::string& s : control::split_list(v, ',')) {
+        uint32_t x = 0;
+        if (!control::parse_number(s, &x) || x > 255) return bad(k, v);
+        widths.push_back(x);
+      }
+      fc.widths = widths;
+    } else if (kind == 'e' && k == "mode") {
+      control::EvProfileMode m;
+      if (!control::parse_ev_profile_mode(v, &m)) return bad(k, v);
+      ec.mode = m;
+    } else if (kind == 'e' && (k == "fmt" || k == "count" || k == "min_active")) {
+      uint32_t x = 0;
+      if (!control::parse_number(v, &x)) return bad(k, v);
+      if (k == "fmt") ec.fmt_id = x;
+      if (k == "count") ec.count = x;
+      if (k == "min_active") ec.min_active = x;
+    } else if (kind == 'e' && k == "event_mask") {
+      uint32_t m = 0;
+      if (!parse_event_mask(v, &m)) return bad(k, v);
+      ec.event_mask = m;
+    } else if (kind == 'e' && k == "fields") {
+      std::vector<wire::EvField> f;
+      if (!parse_fields(v, &f)) return bad(k, v);
+      ec.fields = f;
+    } else if (kind == 'c' && k == "algorithm") {
+      engine::CcAlgorithm a;
+      if (!control::parse_cc_algorithm(v, &a)) return bad(k, v);
+      cc.algorithm = a;
+    } else if (kind == 'c' && (k == "link_gbps" || k == "base_rtt_us")) {
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(x > 0 && x <= 1e6)) return bad(k, v);
+      (k == "link_gbps" ? link_gbps : base_rtt_us) = x;
+    } else {
+      return fail(c, Err::kInval,
+                  "unknown attribute '" + k + "' of a " +
+                      (kind == 'f'   ? "format"
+                       : kind == 'e' ? "EV"
+                                     : "CC") +
+                      " profile");
+    }
+  }
+  if (kind == 'c' && (link_gbps > 0) != (base_rtt_us > 0))
+    return fail(c, Err::kInval, "link_gbps and base_rtt_us go together");
+  if (kind == 'c' && link_gbps > 0) {
+    engine::NsccParams n =
+        engine::default_nscc_params(static_cast<uint64_t>(link_gbps * 1e9),
+                                    static_cast<uint64_t>(base_rtt_us * 1e3), d_.config().path_mtu);
+    if (cc.config) {  // parameters named too: they win over the derived ones
+      for (size_t i = 4; i < w.size(); ++i)
+        if (const size_t eq = w[i].find('='); eq != std::string::npos)
+          (void)control::set_nscc_param(&n, w[i].substr(0, eq), w[i].substr(eq + 1));
+    }
+    cc.config = n;
+  }
+  Result r;
+  if (kind == 'f') {
+    fc.state = state;
+    r = profiles_.modify_fmt(id, fc);
+  } else if (kind == 'e') {
+    ec.state = state;
+    r = profiles_.modify_ev(id, ec);
+  } else {
+    cc.state = state;
+    r = profiles_.modify_cc(id, cc);
+  }
+  if (!r.ok()) return fail(c, r.code, r.message);
+  save_state();
+  reply(c, kind == 'f'   ? control::fmt_json(*profiles_.fmt(id))
+           : kind == 'e' ? control::ev_json(*profiles_.ev(id), false)
+                         : control::cc_json(*profiles_.cc(id)));
+}
+
+// profile ev replace <id> <index> <value> <port>
+// profile ev ev-state <id> <value> <port> good|denied
+void ControlServer::profile_ev_op(Client& c, const Words& w) {
+  uint64_t id = 0;
+  uint32_t port = 0, index = 0;
+  wire::EvValue value;
+  if (w[2] == "replace") {
+    if (w.size() != 7 || !control::parse_number(w[3], UINT64_MAX, &id) ||
+        !control::parse_number(w[4], &index) || !control::parse_ev_value(w[5], &value) ||
+        !control::parse_number(w[6], &port) || port > 255)
+      return fail(c, Err::kInval,
+                  "usage: profile ev replace <id> <index> <value (hex, whole bytes)> <port>");
+    if (Result r = profiles_.replace_ev(id, index, value, static_cast<uint8_t>(port)); !r.ok())
+      return fail(c, r.code, r.message);
+  } else {
+    if (w.size() != 7 || !control::parse_number(w[3], UINT64_MAX, &id) ||
+        !control::parse_ev_value(w[4], &value) || !control::parse_number(w[5], &port) ||
+        port > 255 || (w[6] != "good" && w[6] != "denied"))
+      return fail(c, Err::kInval,
+                  "usage: profile ev ev-state <id> <value (hex, whole bytes)> <port> good|denied");
+    const engine::EvState s = w[6] == "good" ? engine::EvState::kGood : engine::EvState::kDenied;
+    std::vector<uint32_t> matched;
+    if (Result r = profiles_.set_ev_state(id, value, static_cast<uint8_t>(port), s, &matched);
+        !r.ok())
+      return fail(c, r.code, r.message);
+    std::string err;
+    if (!apply_profile_ev_state(id, matched, s, &err)) return fail(c, Err::kBusy, err);
+  }
+  save_state();
+  reply(c, control::ev_json(*profiles_.ev(id), true));
+}
+
+// A profile EV's state reaches every QP attached to the profile: the
+// daemon's QPs use the configuration's qp.ev_profile, whose array is the
+// QPs' EV set, index for index.
+bool ControlServer::apply_profile_ev_state(uint64_t profile, const std::vector<uint32_t>& matched,
+                                           engine::EvState state, std::string* err) {
+  if (profile != d_.config().qp.ev_profile + 1) return true;
+  const bool deny = state == engine::EvState::kDenied;
+  for (auto& e : d_.endpoints()) {
+    const bool called = e->call([&](EndpointTask& t, uint64_t now) {
+      for (uint32_t qpn = 1; qpn <= d_.config().limits.max_qps; ++qpn)
+        if (t.engine().qp(qpn) != nullptr)
+          for (uint32_t ev : matched) (void)t.engine().set_ev_denied(qpn, ev, deny, now);
+    });
+    if (!called) {
+      *err = "the command ring of '" + e->name() + "' is full; the profile changed, its QPs not";
+      return false;
+    }
+  }
+  return true;
+}
+
+// The configuration's profiles, ONLINE from the start: format 1 is UDP
+// [16], format 2 STEV [16, 16]; EV profile n + 1 is ev_profiles' n-th, an
+// explicit array of the EVs every QP with it gets (configuration.md);
+// CC profile n + 1 is cc_profiles' n-th. The daemon's QPs attach to
+// qp.ev_profile and qp.cc_profile.
+void ControlServer::declare_profiles() {
+  const Config& cfg = d_.config();
+  (void)profiles_.declare_fmt(1, wire::EvMode::kUdp, {16});
+  (void)profiles_.declare_fmt(2, wire::EvMode::kStev, {16, 16});
+  const wire::EvMode mode = cfg.endpoints[0].ev_mode;
+  const wire::EvField whole{
+      .width = 16, .init_val = 0, .min_val = 0, .max_val = 0xffff, .mask = 0xffff};
+  for (uint32_t i = 0; i < cfg.ev_profiles.size(); ++i) {
+    const EvProfileSpec& s = cfg.ev_profiles[i];
+    control::EvProfile p;
+    p.id = i + 1;
+    p.name = s.name;
+    p.mode = control::EvProfileMode::kExplicit;
+    p.fmt_id = mode == wire::EvMode::kStev ? 2 : 1;
+    p.fields.assign(mode == wire::EvMode::kStev ? 2 : 1, whole);
+    p.min_active = s.min_active;
+    p.event_mask = control::kEventAll;
+    for (const engine::EvEntry& e : ev_entries(s, cfg.num_planes(), mode)) {
+      control::EvSlot slot;
+      std::memcpy(slot.value.bytes, e.value.bytes, sizeof(slot.value.bytes));
+      slot.port = static_cast<uint8_t>(e.plane + 1);
+      p.evs.push_back(slot);
+    }
+    p.count = static_cast<uint32_t>(p.evs.size());
+    if (Result r = profiles_.declare_ev(p); !r.ok())
+      std::printf("softmrcd: control: ev_profiles.%s cannot be shown: %s\n", s.name.c_str(),
+                  r.message.c_str());
+  }
+  for (uint32_t i = 0; i < cfg.cc_profiles.size(); ++i) {
+    control::CcProfile p;
+    p.id = i + 1;
+    p.name = cfg.cc_profiles[i].name;
+    p.algorithm = cfg.cc_profiles[i].profile.algorithm;
+    if (*p.algorithm == engine::CcAlgorithm::kNscc) p.config = cfg.cc_profiles[i].profile.nscc;
+    (void)profiles_.declare_cc(p);
+  }
+  for (auto& e : d_.endpoints()) {
+    uint32_t qps = 0;
+    e->snapshot().read([&](const EndpointSnapshot& s) { qps = s.num_qps; });
+    for (uint32_t q = 0; q < qps; ++q)
+      (void)profiles_.attach(cfg.qp.ev_profile + 1, cfg.qp.cc_profile + 1);
+  }
+}
+
+// The state file: {"profiles": <Registry::to_json()>, "ports": [{"endpoint",
+// "plane", "admin"}]}, written whole to <file>.tmp and renamed.
+bool ControlServer::load_state(std::string* err) {
+  const std::string& path = d_.config().control_state_file;
+  if (path.empty()) return true;
+  std::ifstream in(path);
+  if (!in) {
+    if (errno == ENOENT) return true;  // first start
+    *err = "control_state_file: cannot open '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  Json j;
+  std::string why;
+  if (!control::parse_json(text.str(), &j, &why)) {
+    *err = "control_state_file: " + path + ": " + why;
+    return false;
+  }
+  const Json* profiles = j.find("profiles");
+  const Json* ports = j.find("ports");
+  if (profiles == nullptr || ports == nullptr || !ports->is_array()) {
+    *err = "control_state_file: " + path + ": needs 'profiles' and a 'ports' list";
+    return false;
+  }
+  if (Result r = profiles_.restore(*profiles); !r.ok()) {
+    *err = "control_state_file: " + path + ": " + control::err_name(r.code) + ": " + r.message;
+    return false;
+  }
+  for (size_t i = 0; i < ports->size(); ++i) {
+    const Json& p = (*ports)[i];
+    const Json* ep = p.find("endpoint");
+    const Json* admin = p.find("admin");
+    const Json* plane = p.find("plane");
+    uint64_t pl = 0;
+    EndpointTask* e = ep && ep->is_string() ? d_.find_endpoint(ep->as_string()) : nullptr;
+    if (e == nullptr || plane == nullptr || !plane->as_uint(&pl) || pl >= e->num_planes() ||
+        admin == nullptr || !admin->is_string() ||
+        (admin->as_string() != "up" && admin->as_string() != "down")) {
+      *err = "control_state_file: " + path + ": ports[" + std::to_string(i) +
+             "] is not a hosted endpoint's plane with admin up or down";
+      return false;
+    }
+    const bool up = admin->as_string() == "up";
+    admin_down_[{e->index(), static_cast<uint32_t>(pl)}] = !up;
+    e->command(
+        Command{.type = CommandType::kPlaneAdmin, .plane = static_cast<uint8_t>(pl), .up = up});
+  }
+  return true;
+}
+
+void ControlServer::save_state() {
+  const std::string& path = d_.config().control_state_file;
+  if (path.empty()) return;
+  Json ports = Json::array();
+  for (const auto& [key, down] : admin_down_) {
+    Json p = Json::object();
+    p.set("endpoint", d_.endpoints()[key.first]->name());
+    p.set("plane", key.second);
+    p.set("admin", down ? "down" : "up");
+    ports.push(std::move(p));
+  }
+  Json o = Json::object();
+  o.set("profiles", profiles_.to_json());
+  o.set("ports", std::move(ports));
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << o.dump() << "\n";
+    if (!out) {
+      std::printf("softmrcd: control: cannot write %s: %s\n", tmp.c_str(), std::strerror(errno));
+      return;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    std::printf("softmrcd: control: cannot replace %s: %s\n", path.c_str(), std::strerror(errno));
+}
+
+}  // namespace softmrc::softmrcd

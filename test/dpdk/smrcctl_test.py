@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""smrcctl against a running softmrcd: each --case checks one part.
+
+  commands     every command: dev/port/ev/stats/events with --json parsed;
+               an EV denied (its counters stop, the others go on) and
+               restored; a plane taken down (its EVs unusable here and at
+               the peer) and up again
+  blackhole    an EV blackholed in the emulated fabric goes ASSUMED_BAD,
+               'events --follow' shows it, a probe of it goes unanswered
+               (exit 5) while the others answer; lifted, it returns to GOOD
+  profiles     every invalid profile move refused with its documented
+               errno; a profile EV denied reaches the QPs
+  permission   root only by default; a member of control_group gets in;
+               an outsider is refused at connect, and by SO_PEERCRED when
+               the socket's mode is opened up (counted and logged)
+  state_file   profiles and plane admin states survive a restart; a bad
+               state file stops the daemon with its message
+
+Runs two endpoints over the in-process fabric with a flow a -> b until
+SIGTERM (softmrcd_test.py's helpers). Exit 0 on success, 1 otherwise.
+"""
+
+import argparse
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from softmrcd_test import Daemon, Failure, check, two_endpoints, telemetry_socket, Telemetry  # noqa: E402
+
+EXIT_REFUSED, EXIT_USAGE, EXIT_NO_DAEMON, EXIT_PERMISSION, EXIT_UNANSWERED = 1, 2, 3, 4, 5
+
+
+class Ctl:
+    def __init__(self, args, sock):
+        self.args = args
+        self.sock = sock
+
+    def run(self, *words, user=None, json_out=True, timeout=15):
+        cmd = [self.args.smrcctl, '--socket', self.sock] + (['--json'] if json_out else [])
+        cmd += list(words)
+        if user is not None:
+            cmd = ['setpriv', '--reuid=nobody', '--regid=nogroup'] + user + cmd
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        return r.returncode, r.stdout, r.stderr
+
+    def ok(self, *words):
+        code, out, err = self.run(*words)
+        check(code == 0, f'smrcctl {" ".join(words)}: exit {code}: {err}')
+        return json.loads(out)
+
+    def refused(self, errno, text, *words):
+        code, out, err = self.run(*words)
+        want = f'smrcctl: {errno}: '
+        check(code == EXIT_REFUSED and err.startswith(want) and text in err,
+              f'smrcctl {" ".join(words)}: exit {code}, stderr {err!r}, want {want}...{text}...')
+        reply = json.loads(out)
+        check(reply['ok'] is False and reply['errno'] == errno, f'--json reply {reply}')
+        return err
+
+
+def start(args, name, **extra):
+    cfg = two_endpoints(**extra)
+    cfg['traffic'][0]['duration_ms'] = 0  # until SIGTERM
+    cfg['links'][0].update({'rate_gbps': 1, 'delay_us': 20})
+    cfg['control_socket'] = os.path.join(args.workdir, 'ctl.sock')
+    d = Daemon(args, 'ctl_' + name, cfg).start(['--log-interval-ms', '0'])
+    d.read_until(r'^softmrcd: control socket ')
+    ctl = Ctl(args, cfg['control_socket'])
+    wait_for('traffic', lambda: ctl.ok('stats')['totals'][1]['txgen_verified'] > 0)
+    return d, ctl
+
+
+def stop(d):
+    d.proc.send_signal(signal.SIGTERM)
+    check(d.wait() == 0, 'exit status after SIGTERM', d.output())
+
+
+def evs(ctl, ep, qpn):
+    return {row['ev']: row for row in ctl.ok('ev', 'show', ep, str(qpn))}
+
+
+def wait_for(what, fn, timeout=5):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise Failure(f'timed out waiting for {what}')
+        time.sleep(0.1)
+
+
+def case_commands(args):
+    d, ctl = start(args, 'commands')
+    try:
+        dev = ctl.ok('dev', 'show')
+        check(dev['ports'] == 2 and dev['port_mask'] == 6 and dev['ev_fmt_modes'] == ['udp', 'stev']
+              and 'nscc' in dev['cc_algorithms'] and dev['endpoints'] == ['a', 'b'], f'dev {dev}')
+        ports = {r['name']: r for r in ctl.ok('port', 'show')}
+        check(set(ports) == {'a/0', 'a/1', 'b/0', 'b/1'} and ports['a/0']['in_use'] == 1, f'{ports}')
+        stats = ctl.ok('stats')
+        check({'planes', 'ports', 'qps', 'drops', 'totals', 'control'} <= set(stats), f'{stats}')
+        check(len(stats['qps']) == 4 and stats['drops'][0]['name'] == 'a', f'{stats["qps"]}')
+        qp = ctl.ok('stats', 'qp', 'a', '1')
+        check(qp[0]['state'] == 'RTS' and qp[0]['tx_data_packets'] > 0, f'{qp}')
+        # Every human-readable command prints something and exits 0.
+        for words in (['dev', 'show'], ['port', 'show'], ['ev', 'show', 'a', '1'], ['stats'],
+                      ['events'], ['profile', 'ev', 'show', '1']):
+            code, out, err = ctl.run(*words, json_out=False)
+            check(code == 0 and out.strip(), f'{words}: exit {code} {err}')
+
+        # Deny EV 2 (plane 0, UDP port 0xc002): traffic leaves it.
+        e = evs(ctl, 'a', 1)
+        check(len(e) == 8 and e[2]['value'] == '0xc002' and e[2]['state'] == 'GOOD', f'{e}')
+        row = ctl.ok('ev', 'deny', 'a', '1', '2')
+        check(row['state'] == 'DENIED', f'deny: {row}')
+        before = evs(ctl, 'a', 1)
+        time.sleep(0.5)
+        after = evs(ctl, 'a', 1)
+        check(after[2]['tx_packets'] == before[2]['tx_packets'], f'denied EV sent: {after[2]}')
+        check(all(after[i]['tx_packets'] > before[i]['tx_packets'] for i in (0, 1, 3, 4)),
+              f'traffic stopped elsewhere: {after}')
+        check(ctl.ok('ev', 'restore', 'a', '1', '2')['state'] == 'GOOD', 'restore')
+        time.sleep(0.5)
+        check(evs(ctl, 'a', 1)[2]['tx_packets'] > after[2]['tx_packets'], 'restored EV unused')
+        ctl.refused('ENOENT', 'unknown QPN', 'ev', 'deny', 'a', '9', '1')
+        ctl.refused('ENOENT', "no endpoint named 'z'", 'ev', 'show', 'z', '1')
+        ctl.refused('EINVAL', 'is not a QPN', 'ev', 'deny', 'a', 'x', '1')
+
+        # Plane 1 down: its EVs go unusable here and at the peer, then back.
+        row = ctl.ok('port', 'set', 'a', '1', 'down')
+        check(row['admin_up'] == 0 and row['in_use'] == 0 and row['evs_usable'] == 0, f'{row}')
+        wait_for('b to lose plane 1', lambda: {r['name']: r for r in ctl.ok('port', 'show', 'b')}
+                 ['b/1']['evs_usable'] == 0)
+        before = evs(ctl, 'a', 1)
+        time.sleep(0.3)
+        after = evs(ctl, 'a', 1)
+        check(all(after[i]['tx_packets'] == before[i]['tx_packets'] for i in range(4, 8)),
+              f'plane 1 still carries: {after}')
+        row = ctl.ok('port', 'set', 'a', '1', 'up')
+        check(row['in_use'] == 1 and row['evs_usable'] == 8, f'up: {row}')
+        wait_for('b to use plane 1 again', lambda: {r['name']: r for r in ctl.ok('port', 'show', 'b')}
+                 ['b/1']['evs_usable'] == 8)
+        ctl.refused('EINVAL', "no plane '7'", 'port', 'set', 'a', '7', 'down')
+        code, _, err = ctl.run('port', 'set', 'a', '1', 'sideways', json_out=False)
+        check(code == EXIT_USAGE and 'usage: port' in err, f'usage: exit {code} {err}')
+        code, _, err = ctl.run('frobnicate', json_out=False)
+        check(code == EXIT_USAGE and "unknown command 'frobnicate'" in err, f'{code} {err}')
+        code, _, err = Ctl(args, '/nonexistent/ctl.sock').run('dev', 'show')
+        check(code == EXIT_NO_DAEMON and 'cannot connect' in err, f'{code} {err}')
+        check(ctl.ok('stats')['control']['failed'] >= 4, 'failed requests counted')
+        stop(d)
+    finally:
+        d.kill()
+    check(re.search(r'a plane 1 down \(set down\)', d.output()), 'no plane log line', d.output())
+
+
+def case_blackhole(args):
+    d, ctl = start(args, 'blackhole')
+    follow = None
+    try:
+        t = Telemetry(telemetry_socket(d.prefix))
+        follow = subprocess.Popen([args.smrcctl, '--socket', ctl.sock, '--json', 'events',
+                                   '--follow'], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+        time.sleep(0.3)
+        # EV 1 of plane 0 rides in UDP source port 0xc001 = 49153.
+        t.query('/softmrc/fabric/set,0,0,blackhole_ev,49153')
+
+        def next_event(state, timeout=8):
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([follow.stdout], [], [], 0.2)
+                if ready:
+                    line = follow.stdout.readline()
+                    e = json.loads(line)
+                    if e['endpoint'] == 'a' and e['ev'] == 1 and e['state'] == state:
+                        return e
+            raise Failure(f'no {state} event for EV 1\n' + d.output())
+
+        e = next_event('ASSUMED_BAD')
+        check(e['value'] == '0xc001' and e['port'] == 1 and e['plane'] == 0 and
+              e['profile'] == 1 and e['old_state'] == 'GOOD' and e['losses'] >= 1 and
+              e['drop_count'] == 0 and e['qpn'] in (1, 2), f'event {e}')
+        shown = evs(ctl, 'a', e['qpn'])[1]
+        check(shown['state'] == 'ASSUMED_BAD', f'ev show {shown} after {e}')
+        code, out, err = ctl.run('ev', 'probe', 'a', 'b', '--plane', '0', '--count', '2',
+                                 '--timeout-ms', '200')
+        probe = json.loads(out)
+        check(code == EXIT_UNANSWERED and probe['unanswered'] == 2, f'probe: {code} {probe} {err}')
+        by_ev = {r['ev']: r for r in probe['evs']}
+        check(by_ev[1]['answered'] == 0 and all(by_ev[i]['answered'] == 2 and
+                                                 by_ev[i]['rtt_min_ns'] >= 40000 for i in (0, 2, 3)),
+              f'probe rows {by_ev}')
+        check(evs(ctl, 'a', e['qpn'])[1]['probes_sent'] > 0, 'the engine does not probe it')
+        t.query('/softmrc/fabric/set,0,0,restore_ev,49153')
+        e = next_event('GOOD')
+        check(e['old_state'] == 'ASSUMED_BAD', f'restored {e}')
+        probe = ctl.ok('ev', 'probe', 'a', 'b', '--evs', '1,5')
+        check(probe['unanswered'] == 0 and [r['answered'] for r in probe['evs']] == [1, 1], f'{probe}')
+        history = ctl.ok('events')
+        check(any(h['state'] == 'ASSUMED_BAD' and h['ev'] == 1 for h in history), f'{history}')
+        ctl.refused('E2BIG', 'at most 256 per request', 'ev', 'probe', 'a', 'b', '--count', '100')
+        ctl.refused('ENOENT', "no peer named 'a'", 'ev', 'probe', 'a', 'a')
+        stop(d)
+    finally:
+        if follow:
+            follow.kill()
+            follow.wait()
+        d.kill()
+
+
+def case_profiles(args):
+    d, ctl = start(args, 'profiles')
+    try:
+        p = ('profile',)
+        ctl.ok(*p, 'fmt', 'create', '10')
+        ctl.refused('EEXIST', 'format profile 10 exists', *p, 'fmt', 'create', '10')
+        ctl.refused('EINVAL', 'INIT -> ONLINE is not a move', *p, 'fmt', 'set', '10', 'state', 'online')
+        ctl.refused('EINVAL', 'cannot go OFFLINE without a mode', *p, 'fmt', 'set', '10', 'state',
+                    'offline')
+        ctl.ok(*p, 'fmt', 'set', '10', 'mode', 'srv6', 'widths', '32,16,16,16,16', 'state', 'offline')
+        ctl.refused('ENOTSUP', 'cannot frame SRv6', *p, 'fmt', 'set', '10', 'state', 'online')
+        ctl.ok(*p, 'fmt', 'create', '11')
+        ctl.refused('E2BIG', 'format_too_wide_for_mode', *p, 'fmt', 'set', '11', 'mode', 'udp',
+                    'widths', '16,8', 'state', 'offline')
+        ctl.ok(*p, 'fmt', 'set', '11', 'mode', 'udp', 'widths', '16', 'state', 'offline')
+        ctl.ok(*p, 'fmt', 'set', '11', 'state', 'online')
+        ctl.refused('EBUSY', 'is ONLINE', *p, 'fmt', 'set', '11', 'widths', '8')
+        ctl.ok(*p, 'ev', 'create', '5')
+        ctl.refused('EINVAL', 'INIT -> ONLINE is not a move', *p, 'ev', 'set', '5', 'state', 'online')
+        ctl.refused('ENOENT', 'no format profile 12', *p, 'ev', 'set', '5', 'mode', 'explicit', 'fmt',
+                    '12', 'count', '2', 'fields', '16:0:0:65535:65535', 'state', 'offline')
+        ctl.refused('EINVAL', 'init_val_wider_than_field', *p, 'ev', 'set', '5', 'mode', 'explicit',
+                    'fmt', '11', 'count', '2', 'fields', '16:65536:0:0:0', 'state', 'offline')
+        ctl.ok(*p, 'ev', 'set', '5', 'mode', 'explicit', 'fmt', '11', 'count', '2', 'fields',
+               '16:0:0:65535:65535', 'min_active', '1', 'state', 'offline')
+        ctl.refused('EINVAL', 'EV 0 is unpopulated', *p, 'ev', 'set', '5', 'state', 'online')
+        ctl.ok(*p, 'ev', 'replace', '5', '0', '0xc000', '1')
+        ctl.refused('EINVAL', 'port 3 is not in 1..2', *p, 'ev', 'replace', '5', '1', '0xc001', '3')
+        ctl.refused('EINVAL', 'ev_bits_beyond_fields', *p, 'ev', 'replace', '5', '1', '0xc00101', '2')
+        ctl.ok(*p, 'ev', 'replace', '5', '1', '0xc001', '2')
+        ctl.ok(*p, 'ev', 'set', '5', 'state', 'online')
+        shown = ctl.ok(*p, 'ev', 'show', '5')
+        check(shown['state'] == 'ONLINE' and [e['value'] for e in shown['evs']] == ['0xc000', '0xc001'],
+              f'{shown}')
+        ctl.refused('EBUSY', 'is ONLINE', *p, 'ev', 'set', '5', 'count', '3')
+        ctl.refused('EBUSY', 'take it OFFLINE', *p, 'ev', 'replace', '5', '0', '0xc002', '1')
+        ctl.refused('EINVAL', 'ONLINE -> INIT is not a move', *p, 'ev', 'set', '5', 'state', 'init')
+        ctl.refused('EBUSY', 'is used by ONLINE EV profile 5', *p, 'fmt', 'set', '11', 'state',
+                    'offline')
+        ctl.refused('EBUSY', 'is ONLINE', *p, 'ev', 'destroy', '5')
+        ctl.refused('ENOENT', 'has no EV 0x', *p, 'ev', 'ev-state', '5', '0xc000', '2', 'denied')
+        ctl.refused('ENOENT', 'no format profile 99', *p, 'fmt', 'destroy', '99')
+        ctl.ok(*p, 'ev', 'create', '6')
+        ctl.ok(*p, 'ev', 'set', '6', 'mode', 'auto', 'state', 'offline')
+        ctl.refused('ENOTSUP', 'no automatic EVs', *p, 'ev', 'set', '6', 'state', 'online')
+        ctl.ok(*p, 'ev', 'set', '6', 'mode', 'generated', 'fmt', '11', 'count', '4', 'fields',
+               '16:0xc000:0:1:0x3')
+        check([e['port'] for e in ctl.ok(*p, 'ev', 'show', '6')['evs']] == [1, 2, 1, 2], 'generated')
+        ctl.ok(*p, 'cc', 'create', '3')
+        ctl.refused('EINVAL', 'cannot go OFFLINE without an algorithm', *p, 'cc', 'set', '3',
+                    'state', 'offline')
+        ctl.ok(*p, 'cc', 'set', '3', 'algorithm', 'nscc', 'state', 'offline')
+        ctl.refused('EINVAL', 'cannot go ONLINE without a config', *p, 'cc', 'set', '3', 'state',
+                    'online')
+        ctl.refused('EINVAL', "no NSCC parameter 'colour'", *p, 'cc', 'set', '3', 'colour=1')
+        cc = ctl.ok(*p, 'cc', 'set', '3', 'link_gbps', '100', 'base_rtt_us', '10', 'gamma=0.5',
+                    'state', 'online')
+        check(cc['state'] == 'ONLINE' and cc['config']['gamma'] == 0.5, f'{cc}')
+        ctl.refused('EPERM', 'declared in the configuration file', *p, 'cc', 'set', '1', 'state',
+                    'offline')
+        check(ctl.ok(*p, 'cc', 'show', '1')['attached_qps'] == 4, 'QPs attached to cc 1')
+        # A declared profile's EV denied reaches every QP that uses it.
+        ctl.ok(*p, 'ev', 'ev-state', '1', '0xc001', '1', 'denied')
+        check(all(evs(ctl, ep, q)[1]['state'] == 'DENIED' for ep in 'ab' for q in (1, 2)),
+              'profile denial did not reach the QPs')
+        ctl.ok(*p, 'ev', 'ev-state', '1', '0xc001', '1', 'good')
+        check(evs(ctl, 'a', 1)[1]['state'] == 'GOOD', 'profile restore')
+        with open(os.path.join(args.docs, 'controller.md')) as f:
+            doc = f.read()
+        for text in ('EINVAL', 'EBUSY', 'ENOENT', 'E2BIG', 'ENOTSUP', 'EEXIST', 'ENOSPC', 'EPERM',
+                     'is not a move', 'cannot go OFFLINE without', 'is unpopulated',
+                     'declared in the configuration file', 'cannot frame SRv6'):
+            check(text in doc, f'docs/controller.md does not mention {text!r}')
+        stop(d)
+    finally:
+        d.kill()
+
+
+def case_permission(args):
+    d, ctl = start(args, 'permission', control_group='adm')
+    try:
+        check(oct(os.stat(ctl.sock).st_mode & 0o777) == '0o660' and os.stat(ctl.sock).st_gid == 4,
+              'socket mode and group')
+        code, _, err = ctl.run('dev', 'show', user=['--clear-groups'])
+        check(code == EXIT_PERMISSION and 'permission denied' in err, f'nobody: {code} {err}')
+        code, out, err = ctl.run('dev', 'show', user=['--groups=adm'])
+        check(code == 0 and json.loads(out)['ports'] == 2, f'member of adm: {code} {err}')
+        os.chmod(ctl.sock, 0o666)  # a mistake: softmrcd still checks who connects
+        code, _, err = ctl.run('dev', 'show', user=['--clear-groups'])
+        check(code == EXIT_PERMISSION and "uid 65534" in err and "not in group 'adm'" in err,
+              f'opened socket: {code} {err}')
+        d.read_until(r"softmrcd: control: refused a connection: uid 65534 \(pid \d+\) is not root "
+                     r"and not in group 'adm'")
+        check(ctl.ok('stats')['control']['refused'] == 1, 'refusal not counted')
+        stop(d)
+    finally:
+        d.kill()
+
+
+def case_state_file(args):
+    state = os.path.join(args.workdir, 'state.json')
+    if os.path.exists(state):
+        os.remove(state)
+    d, ctl = start(args, 'state_file', control_state_file=state)
+    try:
+        ctl.ok('profile', 'fmt', 'create', '11')
+        ctl.ok('profile', 'fmt', 'set', '11', 'mode', 'stev', 'widths', '16,16', 'state', 'offline')
+        ctl.ok('profile', 'fmt', 'set', '11', 'state', 'online')
+        ctl.ok('profile', 'ev', 'create', '4')
+        ctl.ok('profile', 'ev', 'set', '4', 'mode', 'generated', 'fmt', '11', 'count', '8',
+               'fields', '16:0xc000:0:3:0x3/16:0:0:0:0', 'state', 'offline')
+        ctl.ok('profile', 'ev', 'ev-state', '4', '0xc0', '2', 'denied')
+        ctl.ok('profile', 'ev', 'set', '4', 'state', 'online')
+        ctl.ok('port', 'set', 'a', '1', 'down')
+        stop(d)
+    finally:
+        d.kill()
+    d, ctl = start(args, 'state_file', control_state_file=state)
+    try:
+        check(ctl.ok('profile', 'fmt', 'show', '11')['state'] == 'ONLINE', 'format restored')
+        p = ctl.ok('profile', 'ev', 'show', '4')
+        check(p['state'] == 'ONLINE' and p['mode'] == 'generated' and len(p['evs']) == 8 and
+              p['evs'][7]['state'] == 'DENIED' and p['evs'][7]['port'] == 2, f'EV profile {p}')
+        row = {r['name']: r for r in ctl.ok('port', 'show', 'a')}['a/1']
+        check(row['admin_up'] == 0 and row['in_use'] == 0, f'plane admin state: {row}')
+        ctl.ok('port', 'set', 'a', '1', 'up')
+        stop(d)
+    finally:
+        d.kill()
+    with open(state, 'w') as f:
+        f.write('{"profiles": {"fmt_profiles": [{"id": 3, "state": "ONLINE"}], '
+                '"ev_profiles": [], "cc_profiles": []}, "ports": []}')
+    cfg = two_endpoints(control_state_file=state)
+    cfg['control_socket'] = os.path.join(args.workdir, 'ctl.sock')
+    code, out, err = Daemon(args, 'ctl_state_bad', cfg).run(timeout=30)
+    want = f'control_state_file: {state}: EINVAL: format profile 3 cannot go OFFLINE without a mode'
+    check(code == 2 and want in err, f'bad state file: exit {code}, stderr {err!r}')
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--softmrcd', required=True)
+    p.add_argument('--smrcctl', required=True)
+    p.add_argument('--case', required=True)
+    p.add_argument('--docs', required=True)
+    p.add_argument('--workdir', required=True)
+    args = p.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    try:
+        globals()['case_' + args.case](args)
+    except Failure as e:
+        print(f'FAIL {args.case}: {e}')
+        return 1
+    print(f'ok {args.case}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
