@@ -33,7 +33,7 @@ PLANES = 2
 LCORES = {'a': '0@1,1@0', 'b': '0@0,1@1'}
 
 
-def config(args, me):
+def config(args, me, qp=None):
     other = 'b' if me == 'a' else 'a'
     role = 'server' if me == 'a' else 'client'
     ports = [f'net_memif{p},role={role},id=0,socket={sock(args, f"memif-p{p}")},'
@@ -42,7 +42,7 @@ def config(args, me):
         'path_mtu': 1024,
         'stats': {'snapshot_ms': 50, 'log_interval_ms': 0},
         # Small ACK timeout and retries: a peer QP that went away errors soon.
-        'qp': {'timeout': 12, 'retry_linear': 2, 'retry_exp': 2},
+        'qp': qp if qp is not None else {'timeout': 12, 'retry_linear': 2, 'retry_exp': 2},
         'endpoints': [{'name': me, 'app_socket': sock(args, f'app-{me}'),
                        'planes': [dict(port=ports[p], **plane(me, p)) for p in range(PLANES)]}],
         'peers': [{'name': other, 'planes': [plane(other, p) for p in range(PLANES)]}],
@@ -53,8 +53,8 @@ def sock(args, name):
     return os.path.join(args.workdir, name + '.sock')
 
 
-def start_daemon(args, me):
-    d = Daemon(args, f'api_{args.case}_{me}', config(args, me))
+def start_daemon(args, me, qp=None):
+    d = Daemon(args, f'api_{args.case}_{me}', config(args, me, qp))
     i = d.cmd.index('-l')
     d.cmd[i:i + 2] = ['--lcores', LCORES[me]]
     d.start()
@@ -62,18 +62,18 @@ def start_daemon(args, me):
     return d
 
 
-def start_pair(args):
+def start_pair(args, qp=None):
     for p in range(PLANES):
         path = sock(args, f'memif-p{p}')
         if os.path.exists(path):
             os.unlink(path)
-    a = start_daemon(args, 'a')
+    a = start_daemon(args, 'a', qp)
     # A memif client's port fails to start without its server's socket.
     deadline = time.monotonic() + 10
     while not all(os.path.exists(sock(args, f'memif-p{p}')) for p in range(PLANES)):
         check(time.monotonic() < deadline, 'no memif server sockets' + outputs(a))
         a._read(0.05)
-    b = start_daemon(args, 'b')
+    b = start_daemon(args, 'b', qp)
     return a, b
 
 

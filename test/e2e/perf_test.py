@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""smrc-perf end to end: two softmrcd over net_memif (api_test.py's pair,
+with the daemons' default ACK timeout), a smrc-perf server on daemon a
+and a client on daemon b. One --case per test:
+
+  bw_sizes   write_bw from 1 B to 64 MiB: every size's bytes checked by the
+             receiver, a row per size with sane numbers
+  bw_64_qps  write_bw on 64 QPs at once, and --bidir on 4, in --json
+  lat        write_lat: round-trip percentiles in order, every size checked
+  errors     bad arguments (exit 2), no daemon, a server of the other test
+             (exit 1), each with its message
+
+Every run sleeps on a completion channel (-e): four busy pollers on two
+CPUs would measure the scheduler, not smrc-perf. Exit 0 on success, 1 with
+the reason and the daemons' output otherwise.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from api_test import outputs, sock, start_pair, stop  # noqa: E402
+from softmrcd_test import Failure, check  # noqa: E402
+
+# The daemons' default timeout (14: 16.8 ms); api_test's small one is for
+# peers that go away, and a descheduled lcore would trip it here.
+QP = {'timeout': 14}
+
+
+def perf(args, test, daemon, *opts, server=False, port=None):
+    cmd = [args.smrc_perf, test, '-d', sock(args, f'app-{daemon}'), '--no-progress', '-e',
+           '-p', str(port or args.port)] + list(opts)
+    return cmd if server else cmd + ['::1']
+
+
+def run_pair(args, test, *opts, json_out=False):
+    """Server on a, client on b; both outputs, after both exited 0."""
+    server = subprocess.Popen(perf(args, test, 'a', *(['--json'] if json_out else []),
+                                   server=True),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        client = subprocess.run(perf(args, test, 'b', *opts), capture_output=True, text=True,
+                                timeout=120, check=False)
+        out_s, _ = server.communicate(timeout=30)
+    finally:
+        server.kill()
+    check(client.returncode == 0 and server.returncode == 0,
+          f'client exit {client.returncode}: {client.stdout}{client.stderr}\n'
+          f'server exit {server.returncode}: {out_s}')
+    print(client.stdout + out_s, end='')
+    return client.stdout, out_s
+
+
+def rows(text, columns):
+    """The table's numeric rows, as lists of floats."""
+    out = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == columns and all(x.replace('.', '', 1).isdigit() for x in f):
+            out.append([float(x) for x in f])
+    return out
+
+
+def case_bw_sizes(args):
+    client, server = run_pair(args, 'write_bw', '-m', '1', '-s', str(64 << 20), '-f', '8',
+                              '-n', '4', '-w', '1', '--json')
+    want = [1, 8, 64, 512, 4096, 32768, 262144, 2097152, 16777216, 67108864]
+    got = [json.loads(l) for l in client.splitlines()]
+    check([l['msg_size'] for l in got] == want, f'sizes {[l["msg_size"] for l in got]}')
+    for l in got:
+        # Both rates come from the one elapsed time.
+        ops, size, t = l['total_ops'], l['msg_size'], l['seconds']
+        check(ops == 4 and l['verified'] and t > 0, f'{l}')
+        check(abs(l['bw_gbps'] - ops * size * 8 / t / 1e9) <= 1e-4 * l['bw_gbps'] and
+              abs(l['msg_rate_mpps'] - ops / t / 1e6) <= 1e-4 * l['msg_rate_mpps'], f'{l}')
+    check(f'{len(want)} message sizes received and verified' in server, server)
+
+
+def case_bw_64_qps(args):
+    client, _ = run_pair(args, 'write_bw', '-q', '64', '-m', '64', '-s', '16384', '-f', '16',
+                         '-n', '20', '-w', '1', '--json')
+    lines = [json.loads(l) for l in client.splitlines()]
+    check([l['msg_size'] for l in lines] == [64, 1024, 16384], client)
+    for l in lines:
+        check(l['qps'] == 64 and l['total_ops'] == 64 * 20 and l['verified'] and
+              l['bw_gbps'] > 0, f'{l}')
+    # Both directions at once: each side reports what it sent.
+    client, server = run_pair(args, 'write_bw', '-b', '-q', '4', '-m', '4096', '-s', '4096',
+                              '-n', '50', '-w', '1', '--json', json_out=True)
+    for text in (client, server):
+        (l,) = [json.loads(x) for x in text.splitlines()]
+        check(l['bidir'] and l['qps'] == 4 and l['total_ops'] == 200 and l['verified'], text)
+
+
+def case_lat(args):
+    client, server = run_pair(args, 'write_lat', '-m', '8', '-s', '65536', '-f', '32',
+                              '-n', '200', '-w', '10')
+    got = rows(client, 7)
+    check([int(r[0]) for r in got] == [8, 256, 8192, 65536], client)
+    for size, ops, avg, p50, p99, p999, mx in got:
+        check(ops == 200 and 0 < p50 <= p99 <= p999 <= mx and avg <= mx,
+              f'row {size}: {avg} {p50} {p99} {p999} {mx}')
+    check('4 message sizes received and verified' in server, server)
+
+
+def expect_fail(cmd, code, message):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+    check(r.returncode == code and message in r.stderr,
+          f'{cmd}: exit {r.returncode}, want {code} with {message!r}: {r.stderr}')
+    print(f'refused as documented: {r.stderr.strip()}')
+
+
+def case_errors(args):
+    p = args.smrc_perf
+    expect_fail([p], 2, 'which test: write_bw or write_lat?')
+    expect_fail([p, 'read_bw'], 2, "'read_bw' is not a test")
+    expect_fail([p, 'write_bw', '-s', '0'], 2, "--max-size: '0' is not an integer in 1..67108864")
+    expect_fail([p, 'write_bw', '-f', '1'], 2, "--step-factor: '1' is not an integer in 2..1024")
+    expect_fail([p, 'write_bw', '-m', '4096', '-s', '64'], 2, '--min-size 4096 is over')
+    expect_fail([p, 'write_lat', '-q', '2'], 2, 'write_lat runs one message at a time')
+    expect_fail([p, 'write_bw', '-d', os.path.join(args.workdir, 'none.sock'), '::1'], 1,
+                'cannot open softmrcd at')
+    help_text = subprocess.run([p, '--help'], capture_output=True, text=True, check=True).stdout
+    with open(os.path.join(args.docs, 'smrc-perf.md')) as f:
+        doc = f.read()
+    for opt in ('--socket', '--port', '--min-size', '--max-size', '--step-factor', '--iters',
+                '--warmup', '--window', '--signal-every', '--qps', '--bidir', '--use-event',
+                '--timeout-ms', '--json', '--ev-profile', '--cc-profile'):
+        check(opt in help_text and opt in doc, f'{opt} missing from --help or docs/smrc-perf.md')
+
+    def body(a, b):
+        # A write_lat client meets a write_bw server: both say so and fail.
+        server = subprocess.Popen(perf(args, 'write_bw', 'a', server=True),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            client = subprocess.run(perf(args, 'write_lat', 'b'), capture_output=True, text=True,
+                                    timeout=30, check=False)
+            out_s, _ = server.communicate(timeout=30)
+        finally:
+            server.kill()
+        check(client.returncode == 1 and 'the server refused: it runs another test' in
+              client.stderr, f'client {client.returncode}: {client.stderr}')
+        check(server.returncode == 1 and 'the client runs write_lat, this server write_bw' in
+              out_s, f'server {server.returncode}: {out_s}')
+        print('a write_lat client and a write_bw server refuse each other')
+    with_daemons(args, body)
+
+
+def with_daemons(args, body):
+    a = b = None
+    try:
+        a, b = start_pair(args, QP)
+        body(a, b)
+    except Failure as e:
+        stop(a, b)
+        raise Failure(str(e) + outputs(a, b)) from None
+    stop(a, b)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument('--softmrcd', required=True)
+    p.add_argument('--smrc-perf', required=True)
+    p.add_argument('--case', required=True)
+    p.add_argument('--docs', required=True)
+    p.add_argument('--workdir', required=True)
+    p.add_argument('--port', type=int, default=0)
+    args = p.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    # A port of our own per case, so that a lingering socket of another
+    # case cannot answer.
+    args.port = args.port or 18515 + ['bw_sizes', 'bw_64_qps', 'lat', 'errors'].index(args.case)
+    try:
+        if args.case == 'errors':
+            case_errors(args)
+        else:
+            with_daemons(args, lambda a, b: globals()['case_' + args.case](args))
+    except Failure as e:
+        print(f'FAIL: {e}')
+        return 1
+    print('PASS')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
