@@ -1,6 +1,8 @@
 // smrc-fabric as a process (see fabric_process.h).
 #include "smrc-fabric/fabric_process.h"
 
+#include "softmrcd/dpdk_program.h"
+
 #include <poll.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -107,27 +109,14 @@ bool FabricProcess::open_ports(std::string* err) {
 
 // The main lcore runs the control thread; links go to worker lcores.
 bool FabricProcess::assign_lcores(std::string* err) {
-  const unsigned main = rte_get_main_lcore();
-  const unsigned first = rte_get_next_lcore(-1, 1, 0);
-  if (first >= RTE_MAX_LCORE) {
-    *err = "EAL -l: the main lcore " + std::to_string(main) +
-           " runs the control thread; smrc-fabric needs at least one more (e.g. -l 0-1)";
-    return false;
-  }
   roles_.assign(RTE_MAX_LCORE, LcoreRoles{});
   for (auto& l : links_) {
-    const std::string key = "links[" + std::to_string(l->index()) + "].lcore: lcore ";
-    const int wanted = l->lcore() == softmrcd::kAnyLcore ? static_cast<int>(first) : l->lcore();
-    if (wanted >= RTE_MAX_LCORE || !rte_lcore_is_enabled(static_cast<unsigned>(wanted))) {
-      *err = key + std::to_string(wanted) + " is not enabled (EAL -l/--lcores)";
+    int lc = 0;
+    if (!softmrcd::pick_worker_lcore(l->lcore(), "links[" + std::to_string(l->index()) + "].lcore",
+                                     "smrc-fabric", &lc, err))
       return false;
-    }
-    if (static_cast<unsigned>(wanted) == main) {
-      *err = key + std::to_string(wanted) + " is the main lcore, which runs the control thread";
-      return false;
-    }
-    l->set_lcore(wanted);
-    roles_[wanted].links.push_back(l.get());
+    l->set_lcore(lc);
+    roles_[lc].links.push_back(l.get());
   }
   for (LcoreRoles& r : roles_) r.process = this;
   return true;

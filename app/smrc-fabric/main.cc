@@ -14,7 +14,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "smrc-fabric/config.h"
 #include "smrc-fabric/fabric_process.h"
 #include "smrc-fabric/telemetry.h"
+#include "softmrcd/dpdk_program.h"
 
 namespace {
 
@@ -129,25 +129,15 @@ bool parse_options(int argc, char** argv, Options* o, std::string* err) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // EAL options before "--", smrc-fabric's after it.
-  int split = argc;
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--") == 0) {
-      split = i;
-      break;
-    }
-  std::vector<char*> own{argv[0]};
-  for (int i = split + 1; i < argc; ++i) own.push_back(argv[i]);
-  if (split == argc)
-    for (int i = 1; i < argc; ++i)
-      if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
-        print_usage(argv[0]);
-        return 0;
-      }
-
+  softmrc::softmrcd::ProgramArgs args = softmrc::softmrcd::split_program_args(argc, argv);
+  if (args.help_only) {
+    print_usage(argv[0]);
+    return 0;
+  }
   Options opt;
   std::string err;
-  if (!parse_options(static_cast<int>(own.size()), own.data(), &opt, &err)) return usage_error(err);
+  if (!parse_options(static_cast<int>(args.own.size()), args.own.data(), &opt, &err))
+    return usage_error(err);
   if (opt.help) {
     print_usage(argv[0]);
     return 0;
@@ -155,7 +145,7 @@ int main(int argc, char** argv) {
   FabricConfig cfg;
   if (!load_config(opt.config, &cfg, &err)) return usage_error(err);
 
-  if (rte_eal_init(split, argv) < 0)
+  if (rte_eal_init(args.eal_argc, argv) < 0)
     return usage_error(std::string("EAL initialisation failed: ") + rte_strerror(rte_errno));
   attach_telemetry(nullptr);
   int status = kExitUsage;

@@ -26,14 +26,7 @@ void port_rows(const FabricProcess& f, softmrcd::Report* out) {
     r.num("plane", fp.plane);
     rte_eth_stats st{};
     fp.port->stats(&st);
-    r.num("rx_packets", st.ipackets);
-    r.num("rx_bytes", st.ibytes);
-    r.num("tx_packets", st.opackets);
-    r.num("tx_bytes", st.obytes);
-    r.num("rx_missed", st.imissed);
-    r.num("rx_errors", st.ierrors);
-    r.num("tx_errors", st.oerrors);
-    r.num("rx_nombuf", st.rx_nombuf);
+    softmrcd::add_port_counters(st, &r);
     rte_eth_link link{};
     rte_eth_link_get_nowait(fp.port->port_id(), &link);
     r.num("link_up", link.link_status == RTE_ETH_LINK_UP);

@@ -13,6 +13,7 @@
 
 #include "softmrcd/app_server.h"
 #include "softmrcd/control_server.h"
+#include "softmrcd/dpdk_program.h"
 #include "softmrcd/prompt.h"
 #include "softmrcd/traffic_plan.h"
 
@@ -124,29 +125,8 @@ bool Daemon::setup(const Config& cfg, const Options& opt, std::string* err) {
 
 // The main lcore runs the control thread; roles go to worker lcores.
 bool Daemon::assign_lcores(std::string* err) {
-  const unsigned main = rte_get_main_lcore();
-  const unsigned first = rte_get_next_lcore(-1, 1, 0);
-  if (first >= RTE_MAX_LCORE) {
-    *err = "EAL -l: the main lcore " + std::to_string(main) +
-           " runs the control thread; softmrcd needs at least one more (e.g. -l 0-1)";
-    return false;
-  }
   const auto pick = [&](int wanted, const std::string& key, int* out) {
-    if (wanted == kAnyLcore) {
-      *out = static_cast<int>(first);
-      return true;
-    }
-    if (wanted >= RTE_MAX_LCORE || !rte_lcore_is_enabled(static_cast<unsigned>(wanted))) {
-      *err = key + ": lcore " + std::to_string(wanted) + " is not enabled (EAL -l/--lcores)";
-      return false;
-    }
-    if (static_cast<unsigned>(wanted) == main) {
-      *err = key + ": lcore " + std::to_string(wanted) +
-             " is the main lcore, which runs the control thread";
-      return false;
-    }
-    *out = wanted;
-    return true;
+    return pick_worker_lcore(wanted, key, "softmrcd", out, err);
   };
   roles_.assign(RTE_MAX_LCORE, LcoreRoles{});
   for (auto& e : endpoints_) {

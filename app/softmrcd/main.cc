@@ -11,12 +11,12 @@
 #include <rte_pdump.h>
 
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "softmrcd/config.h"
 #include "softmrcd/daemon.h"
+#include "softmrcd/dpdk_program.h"
 #include "softmrcd/options.h"
 #include "softmrcd/telemetry.h"
 
@@ -34,27 +34,15 @@ int usage_error(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // EAL options before "--", softmrcd's after it.
-  int split = argc;
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--") == 0) {
-      split = i;
-      break;
-    }
-  std::vector<char*> own{argv[0]};
-  for (int i = split + 1; i < argc; ++i) own.push_back(argv[i]);
-  if (split == argc) {
-    // No "--": only a request for help makes sense.
-    for (int i = 1; i < argc; ++i)
-      if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
-        print_usage(argv[0]);
-        return 0;
-      }
+  ProgramArgs args = split_program_args(argc, argv);
+  if (args.help_only) {
+    print_usage(argv[0]);
+    return 0;
   }
-
   Options opt;
   std::string err;
-  if (!parse_options(static_cast<int>(own.size()), own.data(), &opt, &err)) return usage_error(err);
+  if (!parse_options(static_cast<int>(args.own.size()), args.own.data(), &opt, &err))
+    return usage_error(err);
   if (opt.help) {
     print_usage(argv[0]);
     return 0;
@@ -62,7 +50,7 @@ int main(int argc, char** argv) {
   Config cfg;
   if (!load_config(opt.config, &cfg, &err)) return usage_error(err);
 
-  if (rte_eal_init(split, argv) < 0)
+  if (rte_eal_init(args.eal_argc, argv) < 0)
     return usage_error(std::string("EAL initialisation failed: ") + rte_strerror(rte_errno));
   // Lets dpdk-dumpcap and dpdk-pdump (secondary processes) capture our
   // ports; impossible without a shared configuration (--no-shconf).

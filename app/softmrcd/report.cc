@@ -94,14 +94,7 @@ void ports_report(Daemon& d, int only, Report* out) {
       r.num("link_up", link.link_status == RTE_ETH_LINK_UP);
       rte_eth_stats st{};
       port.stats(&st);
-      r.num("rx_packets", st.ipackets);
-      r.num("rx_bytes", st.ibytes);
-      r.num("tx_packets", st.opackets);
-      r.num("tx_bytes", st.obytes);
-      r.num("rx_missed", st.imissed);
-      r.num("rx_errors", st.ierrors);
-      r.num("tx_errors", st.oerrors);
-      r.num("rx_nombuf", st.rx_nombuf);
+      add_port_counters(st, &r);
       out->push_back(std::move(r));
     }
   }

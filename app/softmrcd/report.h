@@ -18,6 +18,8 @@
 // Runs on the control or a telemetry thread.
 #pragma once
 
+#include <rte_ethdev.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -56,6 +58,8 @@ inline constexpr uint32_t kReportPage = 32;  // rows of QPs or EVs per request
 std::vector<std::string> split_params(const char* params);
 bool parse_u32(const std::string& s, uint32_t* out);
 std::string number_text(double v);
+// A port's ethdev counters, as every report of ports shows them.
+void add_port_counters(const rte_eth_stats& st, Row* r);
 int put_report(const Report& report, const std::string& err, rte_tel_data* d);
 
 // `args` are the parameters after the report's name. False, with *err, for

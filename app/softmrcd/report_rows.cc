@@ -31,6 +31,17 @@ bool parse_u32(const std::string& s, uint32_t* out) {
   return true;
 }
 
+void add_port_counters(const rte_eth_stats& st, Row* r) {
+  r->num("rx_packets", st.ipackets);
+  r->num("rx_bytes", st.ibytes);
+  r->num("tx_packets", st.opackets);
+  r->num("tx_bytes", st.obytes);
+  r->num("rx_missed", st.imissed);
+  r->num("rx_errors", st.ierrors);
+  r->num("tx_errors", st.oerrors);
+  r->num("rx_nombuf", st.rx_nombuf);
+}
+
 std::string number_text(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%g", v);

@@ -1,6 +1,8 @@
 // The daemon's checks of what an application sends it (see app_protocol.h).
 #include "shm/app_protocol.h"
 
+#include <sys/socket.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -137,6 +139,29 @@ WcStatus check_work_request(const WorkRequest& wr, uint32_t owner, const RegionT
   const RegionEntry* r = regions.find(wr.lkey, owner);
   if (r == nullptr || !range_inside(*r, wr.local_addr, wr.length)) return WcStatus::kLocProtErr;
   return WcStatus::kSuccess;
+}
+
+int send_message(int fd, const Msg& m, int pass_fd) {
+  iovec iov{const_cast<Msg*>(&m), sizeof(m)};
+  msghdr h{};
+  h.msg_iov = &iov;
+  h.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  if (pass_fd >= 0) {
+    h.msg_control = control;
+    h.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&h);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+  }
+  for (;;) {
+    const ssize_t n = ::sendmsg(fd, &h, MSG_NOSIGNAL);
+    if (n == static_cast<ssize_t>(sizeof(m))) return 0;
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 ? errno : EMSGSIZE;
+  }
 }
 
 }  // namespace softmrc::shm

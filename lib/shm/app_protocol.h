@@ -199,6 +199,10 @@ constexpr bool carries_fd(MsgType t) {
 // rule, as a static string.
 int validate_message(const Msg& m, size_t bytes, bool has_fd, const char** why);
 
+// Sends one whole message on the SOCK_SEQPACKET socket `fd`, with `pass_fd`
+// attached (SCM_RIGHTS) unless it is negative. 0 or the errno value.
+int send_message(int fd, const Msg& m, int pass_fd);
+
 // ---------------------------------------------------------------------
 // The data path.
 

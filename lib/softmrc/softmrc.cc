@@ -115,29 +115,6 @@ bool peer_gone(smrc_context* ctx) {
   return false;
 }
 
-int send_msg(int fd, const Msg& m, int pass_fd) {
-  iovec iov{const_cast<Msg*>(&m), sizeof(m)};
-  msghdr h{};
-  h.msg_iov = &iov;
-  h.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-  if (pass_fd >= 0) {
-    h.msg_control = control;
-    h.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&h);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-  }
-  for (;;) {
-    const ssize_t n = ::sendmsg(fd, &h, MSG_NOSIGNAL);
-    if (n == static_cast<ssize_t>(sizeof(m))) return 0;
-    if (n < 0 && errno == EINTR) continue;
-    return ENOTCONN;
-  }
-}
-
 // One message from the daemon: 0, EAGAIN (flags has MSG_DONTWAIT and
 // nothing is there) or ENOTCONN.
 int recv_msg(smrc_context* ctx, Msg* m, int flags) {
@@ -156,7 +133,7 @@ int call_locked(smrc_context* ctx, Msg& m, int pass_fd, Msg* reply) {
   if (ctx->dead.load(std::memory_order_acquire)) return ENOTCONN;
   m.magic = kAppMagic;
   m.seq = ++ctx->seq;
-  if (send_msg(ctx->fd, m, pass_fd) != 0) {
+  if (send_message(ctx->fd, m, pass_fd) != 0) {
     mark_dead(ctx);
     return ENOTCONN;
   }

@@ -281,21 +281,7 @@ struct Raw {
   int call(softmrc::shm::Msg& m, int pass_fd, softmrc::shm::Msg* r) {
     m.magic = softmrc::shm::kAppMagic;
     m.seq = ++seq;
-    iovec iov{&m, sizeof(m)};
-    msghdr h{};
-    h.msg_iov = &iov;
-    h.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    if (pass_fd >= 0) {
-      h.msg_control = control;
-      h.msg_controllen = sizeof(control);
-      cmsghdr* c = CMSG_FIRSTHDR(&h);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-    }
-    if (sendmsg(fd, &h, MSG_NOSIGNAL) != sizeof(m)) return -1;
+    if (softmrc::shm::send_message(fd, m, pass_fd) != 0) return -1;
     for (;;) {
       if (recv(fd, r, sizeof(*r), 0) != sizeof(*r)) return -1;
       if (r->type != uint16_t(softmrc::shm::MsgType::kEvent)) return r->status;

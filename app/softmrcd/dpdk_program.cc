@@ -1,0 +1,54 @@
+#include "softmrcd/dpdk_program.h"
+
+#include <rte_lcore.h>
+
+#include <cstring>
+
+#include "softmrcd/config.h"
+
+namespace softmrc::softmrcd {
+
+ProgramArgs split_program_args(int argc, char** argv) {
+  ProgramArgs a;
+  a.eal_argc = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--") == 0) {
+      a.eal_argc = i;
+      break;
+    }
+  a.own.push_back(argv[0]);
+  for (int i = a.eal_argc + 1; i < argc; ++i) a.own.push_back(argv[i]);
+  if (a.eal_argc == argc)
+    for (int i = 1; i < argc; ++i)
+      a.help_only =
+          a.help_only || std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0;
+  return a;
+}
+
+bool pick_worker_lcore(int wanted, const std::string& key, const char* program, int* out,
+                       std::string* err) {
+  const unsigned main = rte_get_main_lcore();
+  const unsigned first = rte_get_next_lcore(-1, 1, 0);
+  if (first >= RTE_MAX_LCORE) {
+    *err = "EAL -l: the main lcore " + std::to_string(main) + " runs the control thread; " +
+           program + " needs at least one more (e.g. -l 0-1)";
+    return false;
+  }
+  if (wanted == kAnyLcore) {
+    *out = static_cast<int>(first);
+    return true;
+  }
+  if (wanted >= RTE_MAX_LCORE || !rte_lcore_is_enabled(static_cast<unsigned>(wanted))) {
+    *err = key + ": lcore " + std::to_string(wanted) + " is not enabled (EAL -l/--lcores)";
+    return false;
+  }
+  if (static_cast<unsigned>(wanted) == main) {
+    *err = key + ": lcore " + std::to_string(wanted) +
+           " is the main lcore, which runs the control thread";
+    return false;
+  }
+  *out = wanted;
+  return true;
+}
+
+}  // namespace softmrc::softmrcd
