@@ -20,7 +20,6 @@ Runs two endpoints over the in-process fabric with a flow a -> b until
 SIGTERM (softmrcd_test.py's helpers). Exit 0 on success, 1 otherwise.
 """
 
-import argparse
 import json
 import os
 import re
@@ -31,7 +30,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from softmrcd_test import Daemon, Failure, check, two_endpoints, telemetry_socket, Telemetry  # noqa: E402
+from softmrcd_test import (Daemon, Failure, Telemetry, check, telemetry_socket,  # noqa: E402
+                           test_main, two_endpoints)
 
 EXIT_REFUSED, EXIT_USAGE, EXIT_NO_DAEMON, EXIT_PERMISSION, EXIT_UNANSWERED = 1, 2, 3, 4, 5
 
@@ -355,23 +355,5 @@ def case_state_file(args):
     check(code == 2 and want in err, f'bad state file: exit {code}, stderr {err!r}')
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    p.add_argument('--softmrcd', required=True)
-    p.add_argument('--smrcctl', required=True)
-    p.add_argument('--case', required=True)
-    p.add_argument('--docs', required=True)
-    p.add_argument('--workdir', required=True)
-    args = p.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    try:
-        globals()['case_' + args.case](args)
-    except Failure as e:
-        print(f'FAIL {args.case}: {e}')
-        return 1
-    print(f'ok {args.case}')
-    return 0
-
-
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(test_main(globals(), __doc__, 'smrcctl'))

@@ -42,6 +42,35 @@ class Failure(Exception):
     pass
 
 
+class Skip(Exception):
+    """The test cannot run here (exit 77, which meson reports as skipped)."""
+
+
+def test_main(cases, doc, *programs):
+    """The main() of every test script: --case NAME runs cases['case_NAME']
+    (a script's globals()) with the parsed arguments: --softmrcd, --docs,
+    --workdir, and --<program> for each of `programs` (e.g. 'smrcctl')."""
+    p = argparse.ArgumentParser(description=doc.split('\n')[0])
+    p.add_argument('--softmrcd', required=True)
+    for program in programs:
+        p.add_argument('--' + program, required=True)
+    p.add_argument('--case', required=True)
+    p.add_argument('--docs', required=True)
+    p.add_argument('--workdir', required=True)
+    args = p.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    try:
+        cases['case_' + args.case](args)
+    except Skip as e:
+        print(f'SKIP {args.case}: {e}')
+        return 77
+    except Failure as e:
+        print(f'FAIL {args.case}: {e}')
+        return 1
+    print(f'ok {args.case}')
+    return 0
+
+
 def check(cond, what, output=''):
     if not cond:
         raise Failure(what + ('\n--- output ---\n' + output if output else ''))
@@ -702,22 +731,5 @@ def case_options(args):
               f'{argv}: exit {code}, stderr {err.strip()!r}, want {message!r}')
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    p.add_argument('--softmrcd', required=True)
-    p.add_argument('--case', required=True)
-    p.add_argument('--docs', required=True)
-    p.add_argument('--workdir', required=True)
-    args = p.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    try:
-        globals()['case_' + args.case](args)
-    except Failure as e:
-        print(f'FAIL {args.case}: {e}')
-        return 1
-    print(f'ok {args.case}')
-    return 0
-
-
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(test_main(globals(), __doc__))

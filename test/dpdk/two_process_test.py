@@ -30,7 +30,6 @@ get a CPU each: a runs --lcores 0@1,1@0 and b 0@0,1@1. Exit 0 on success,
 and both daemons' output otherwise.
 """
 
-import argparse
 import json
 import os
 import re
@@ -40,15 +39,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from softmrcd_test import (Daemon, Failure, Telemetry, check, plane,  # noqa: E402
-                           summary_counts, telemetry_socket)
+from softmrcd_test import (Daemon, Failure, Skip, Telemetry, check, plane,  # noqa: E402
+                           summary_counts, telemetry_socket, test_main)
 
 LCORES = {'a': '0@1,1@0', 'b': '0@0,1@1', 'fabric': '0@0,1@1'}
-SKIP = 77
-
-
-class Skip(Exception):
-    pass
 
 
 def config(me, ports, traffic):
@@ -613,26 +607,5 @@ def case_bad_config(args):
     check(not failures, '\n'.join(failures))
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    p.add_argument('--softmrcd', required=True)
-    p.add_argument('--smrc-fabric', help='smrc-fabric (fabric_* cases)')
-    p.add_argument('--case', required=True)
-    p.add_argument('--workdir', required=True)
-    p.add_argument('--docs', help='docs/ (bad_config)')
-    args = p.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    try:
-        globals()['case_' + args.case](args)
-    except Skip as e:
-        print(f'SKIP {args.case}: {e}')
-        return SKIP
-    except Failure as e:
-        print(f'FAIL {args.case}: {e}')
-        return 1
-    print(f'ok {args.case}')
-    return 0
-
-
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(test_main(globals(), __doc__, 'smrc-fabric'))

@@ -17,7 +17,6 @@ programs written against libsoftmrc. One --case per test:
 Exit 0 on success, 1 with the reason and the daemons' output otherwise.
 """
 
-import argparse
 import os
 import re
 import select
@@ -27,7 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'dpdk'))
-from softmrcd_test import Daemon, Failure, check, plane  # noqa: E402
+from softmrcd_test import Daemon, Failure, check, plane, test_main  # noqa: E402
 
 PLANES = 2
 LCORES = {'a': '0@1,1@0', 'b': '0@0,1@1'}
@@ -241,24 +240,5 @@ def case_daemon_killed(args):
     with_pair(args, body)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument('--softmrcd', required=True)
-    p.add_argument('--example', required=True)
-    p.add_argument('--helper', required=True)
-    p.add_argument('--docs', required=True)
-    p.add_argument('--workdir', required=True)
-    p.add_argument('--case', required=True)
-    args = p.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    try:
-        globals()['case_' + args.case](args)
-    except Failure as e:
-        print(f'FAIL: {e}')
-        return 1
-    print('PASS')
-    return 0
-
-
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(test_main(globals(), __doc__, 'example', 'helper'))

@@ -15,7 +15,6 @@ CPUs would measure the scheduler, not smrc-perf. Exit 0 on success, 1 with
 the reason and the daemons' output otherwise.
 """
 
-import argparse
 import json
 import os
 import subprocess
@@ -24,16 +23,19 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from api_test import outputs, sock, start_pair, stop  # noqa: E402
-from softmrcd_test import Failure, check  # noqa: E402
+from softmrcd_test import Failure, check, test_main  # noqa: E402
 
 # The daemons' default timeout (14: 16.8 ms); api_test's small one is for
 # peers that go away, and a descheduled lcore would trip it here.
 QP = {'timeout': 14}
 
 
-def perf(args, test, daemon, *opts, server=False, port=None):
+def perf(args, test, daemon, *opts, server=False):
+    # A TCP port of its own per case, so that a lingering server of another
+    # case cannot answer.
+    port = 18515 + ['bw_sizes', 'bw_64_qps', 'lat', 'errors'].index(args.case)
     cmd = [args.smrc_perf, test, '-d', sock(args, f'app-{daemon}'), '--no-progress', '-e',
-           '-p', str(port or args.port)] + list(opts)
+           '-p', str(port)] + list(opts)
     return cmd if server else cmd + ['::1']
 
 
@@ -66,6 +68,10 @@ def rows(text, columns):
 
 
 def case_bw_sizes(args):
+    with_daemons(args, lambda a, b: bw_sizes(args))
+
+
+def bw_sizes(args):
     client, server = run_pair(args, 'write_bw', '-m', '1', '-s', str(64 << 20), '-f', '8',
                               '-n', '4', '-w', '1', '--json')
     want = [1, 8, 64, 512, 4096, 32768, 262144, 2097152, 16777216, 67108864]
@@ -81,6 +87,10 @@ def case_bw_sizes(args):
 
 
 def case_bw_64_qps(args):
+    with_daemons(args, lambda a, b: bw_64_qps(args))
+
+
+def bw_64_qps(args):
     client, _ = run_pair(args, 'write_bw', '-q', '64', '-m', '64', '-s', '16384', '-f', '16',
                          '-n', '20', '-w', '1', '--json')
     lines = [json.loads(l) for l in client.splitlines()]
@@ -97,6 +107,10 @@ def case_bw_64_qps(args):
 
 
 def case_lat(args):
+    with_daemons(args, lambda a, b: lat(args))
+
+
+def lat(args):
     client, server = run_pair(args, 'write_lat', '-m', '8', '-s', '65536', '-f', '32',
                               '-n', '200', '-w', '10')
     got = rows(client, 7)
@@ -161,30 +175,5 @@ def with_daemons(args, body):
     stop(a, b)
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument('--softmrcd', required=True)
-    p.add_argument('--smrc-perf', required=True)
-    p.add_argument('--case', required=True)
-    p.add_argument('--docs', required=True)
-    p.add_argument('--workdir', required=True)
-    p.add_argument('--port', type=int, default=0)
-    args = p.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    # A port of our own per case, so that a lingering socket of another
-    # case cannot answer.
-    args.port = args.port or 18515 + ['bw_sizes', 'bw_64_qps', 'lat', 'errors'].index(args.case)
-    try:
-        if args.case == 'errors':
-            case_errors(args)
-        else:
-            with_daemons(args, lambda a, b: globals()['case_' + args.case](args))
-    except Failure as e:
-        print(f'FAIL: {e}')
-        return 1
-    print('PASS')
-    return 0
-
-
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(test_main(globals(), __doc__, 'smrc-perf'))
