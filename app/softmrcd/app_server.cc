@@ -264,6 +264,36 @@ bool AppStage::on_event(const engine::Event& e) {
   return true;
 }
 
+void AppStage::take_posted(engine::Endpoint& ep, uint32_t qpn) {
+  AppQp* q = qp(qpn);
+  if (q == nullptr) return;
+  // Bounded: the ring holds at most its capacity.
+  for (uint32_t i = 0; i <= q->ring.capacity() / kQpBudget && !q->ring.corrupt(); ++i)
+    drain_qp(ep, qpn, *q, kQpBudget);
+}
+
+uint64_t AppStage::outstanding(const engine::Endpoint& ep) const {
+  uint64_t n = 0;
+  for (uint32_t qpn : live_qps_)
+    if (const engine::Qp* q = ep.qp(qpn)) n += q->send_queue_depth();
+  return n;
+}
+
+uint32_t AppStage::flush(engine::Endpoint& ep, uint64_t now) {
+  engine::QpAttr a;
+  a.state = engine::QpState::kError;
+  uint32_t n = 0;
+  for (uint32_t qpn : live_qps_) {
+    const engine::Qp* q = ep.qp(qpn);
+    if (q == nullptr || q->state() == engine::QpState::kError) continue;
+    // Nothing the application posts from now on reaches the wire: the
+    // ring's descriptors complete as flushed when drained.
+    (void)ep.modify_qp(qpn, a, engine::kAttrState, now);
+    ++n;
+  }
+  return n;
+}
+
 void AppStage::on_plane(uint32_t plane, bool up) {
   AppEvent ev{0, {}};
   ev.msg.kind = uint32_t(up ? shm::EventKind::kPortActive : shm::EventKind::kPortErr);
@@ -277,6 +307,8 @@ void AppStage::on_plane(uint32_t plane, bool up) {
 struct AppServer::Client {
   int fd = -1;
   uint32_t owner = 0;
+  uint32_t pid = 0;  // SO_PEERCRED at accept
+  std::string name;  // "app <pid>", for the controller
   Listener* l = nullptr;
   bool hello = false;
   uint32_t next_id = 1;
@@ -293,6 +325,7 @@ struct AppServer::Client {
     shm::Mapping mem;
     uint32_t send_cq = 0, recv_cq = 0;
     uint64_t ev_profile_id = 0, cc_profile_id = 0;
+    bool attached = false;  // to its profiles (ProfileResolver), from INIT until RESET
     uint8_t dgid[16] = {};
   };
   std::map<uint32_t, Region> regions;  // by key
@@ -310,8 +343,9 @@ AppServer::~AppServer() {
 
 bool AppServer::setup(const Config& cfg,
                       const std::vector<std::unique_ptr<EndpointTask>>& endpoints,
-                      std::string* err) {
+                      ProfileResolver* profiles, std::string* err) {
   cfg_ = &cfg;
+  profiles_ = profiles;
   for (auto& t : endpoints) {
     const EndpointSpec& spec = cfg.endpoints[t->index()];
     if (spec.app_socket.empty()) continue;
@@ -390,6 +424,11 @@ void AppServer::accept_on(Listener& l) {
     auto c = std::make_unique<Client>();
     c->fd = fd;
     c->owner = next_owner_++;
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0)
+      c->pid = static_cast<uint32_t>(cred.pid);
+    c->name = "app " + std::to_string(c->pid);
     c->l = &l;
     clients_.push_back(std::move(c));
   }
@@ -654,6 +693,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
       shm::format_ring(q.mem.addr);
       q.qp = std::make_unique<AppQp>();
       q.qp->owner = c.owner;
+      q.qp->pid = c.pid;
       q.qp->max_send_wr = r.max_send_wr;
       q.qp->sig_all = r.sq_sig_all != 0;
       q.qp->send_cq = scq->second.cq.get();
@@ -682,6 +722,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
         stage.remove_qp(qpn);
         (void)t.engine().destroy_qp(qpn);
       });
+      profiles_->detach_qp(l.endpoint, qpn);
       shm::unmap_shared(&it->second.mem);
       c.qps.erase(it);
       return;
@@ -730,17 +771,20 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
           if (std::memcmp(g, w.dgid, 16) == 0) peer = i;
         }
       }
-      const auto in_profiles = [](uint64_t id, size_t n, uint32_t dflt, uint32_t* out) {
-        if (id > n) return false;
-        *out = id == 0 ? dflt : static_cast<uint32_t>(id - 1);
-        return true;
-      };
-      uint32_t evp = 0, ccp = 0;
-      if (!in_profiles((mask & SMRC_QP_EV_PROFILE) ? w.ev_profile_id : 0, cfg.ev_profiles.size(),
-                       cfg.qp.ev_profile, &evp) ||
-          !in_profiles((mask & SMRC_QP_CC_PROFILE) ? w.cc_profile_id : 0, cfg.cc_profiles.size(),
-                       cfg.qp.cc_profile, &ccp))
-        return refuse(rep, ENOENT, "no EV or CC profile of that id");
+      // A QP attaches to its profiles on its way to INIT (only RESET goes
+      // there); the attachment is undone below if the move fails.
+      QpProfiles prof;
+      bool attaching = false;
+      if ((mask & SMRC_QP_STATE) && to_engine(w.qp_state) == engine::QpState::kInit &&
+          !cq.attached) {
+        std::string detail;
+        const int e = profiles_->attach_qp(
+            l.endpoint, qpn, c.name, (mask & SMRC_QP_EV_PROFILE) ? w.ev_profile_id : 0,
+            (mask & SMRC_QP_CC_PROFILE) ? w.cc_profile_id : 0, &prof, &detail);
+        if (e != 0) return refuse(rep, e, detail.c_str());
+        attaching = true;
+      }
+      bool reset = false;
       task.call([&](EndpointTask& t, uint64_t now) {
         engine::Endpoint& ep = t.engine();
         const engine::Qp* q = ep.qp(qpn);
@@ -749,25 +793,20 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
           why = "QP gone";
           return;
         }
+        // A receive posted before RTR must be there when the first packet is.
+        stage.take_posted(ep, qpn);
         const engine::QpState from = q->state();
         const engine::QpState to = (mask & SMRC_QP_STATE) ? to_engine(w.qp_state) : from;
         engine::QpAttr a;
         a.state = to;
         uint32_t em = engine::kAttrState;
         uint32_t allowed = SMRC_QP_STATE, required = 0;
-        std::vector<engine::EvEntry> evs;
-        if (from == engine::QpState::kReset && to == engine::QpState::kInit) {
+        if (from == engine::QpState::kReset && to == engine::QpState::kInit && attaching) {
           allowed |= SMRC_QP_EV_PROFILE | SMRC_QP_CC_PROFILE;
-          const EvProfileSpec& p = cfg.ev_profiles[evp];
-          evs = ev_entries(p, t.num_planes(), spec.ev_mode);
-          a.evs = evs;
-          a.ev_config.min_active = p.min_active;
-          a.ev_config.policy = p.spray;
-          a.ev_config.probe_initial_ns = p.probe_initial_ns;
-          a.ev_config.probe_max_ns = p.probe_max_ns;
-          a.ev_config.ecn_avoid_ns = p.ecn_avoid_ns;
+          a.evs = prof.evs;
+          a.ev_config = prof.ev_config;
           a.ev_config.num_planes = static_cast<uint8_t>(t.num_planes());
-          a.cc = cfg.cc_profiles[ccp].profile;
+          a.cc = prof.cc;
           em |= engine::kAttrEvProfile | engine::kAttrCcProfile;
         } else if (from == engine::QpState::kInit && to == engine::QpState::kRtr) {
           allowed |= SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN | SMRC_QP_PATH_MTU |
@@ -828,9 +867,20 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
         if (engine::Status s = ep.modify_qp(qpn, a, em, now); !s.ok()) {
           st = EINVAL;
           why = s.reason();
+          return;
         }
+        // The EVs the controller denied in the profile start denied.
+        if (em & engine::kAttrEvProfile)
+          for (uint32_t ev : prof.denied) (void)ep.set_ev_denied(qpn, ev, true, now);
+        reset = to == engine::QpState::kReset;
       });
+      if (attaching && st != 0) profiles_->detach_qp(l.endpoint, qpn);
       if (st != 0) return refuse(rep, st, why);
+      if (attaching) cq.attached = true;
+      if (reset && cq.attached) {
+        profiles_->detach_qp(l.endpoint, qpn);
+        cq.attached = false;
+      }
       if (mask & SMRC_QP_EV_PROFILE) cq.ev_profile_id = w.ev_profile_id;
       if (mask & SMRC_QP_CC_PROFILE) cq.cc_profile_id = w.cc_profile_id;
       if (mask & SMRC_QP_AV) std::memcpy(cq.dgid, w.dgid, 16);
@@ -858,6 +908,7 @@ void AppServer::drop(Client& c) {
       (void)t.engine().deregister_region(key);
     }
   });
+  for (auto& [qpn, q] : c.qps) profiles_->detach_qp(c.l->endpoint, qpn);
   std::printf("softmrcd: %s: application %u went away: %zu QPs destroyed, %zu regions freed\n",
               cfg_->endpoints[c.l->endpoint].name.c_str(), c.owner, c.qps.size(), c.regions.size());
   std::fflush(stdout);

@@ -17,6 +17,13 @@
 // An application that goes away (its socket closes) has its QPs destroyed,
 // then its regions deregistered, all inside one call on the lcore: no packet
 // is placed into its memory after that, so it is then unmapped.
+//
+// Profiles: a QP's EV and CC profile ids are resolved at RESET -> INIT by
+// the daemon's ProfileResolver (the controller's profiles), which keeps the
+// QP attached until it returns to RESET, is destroyed or its application
+// goes. At shutdown (Phase::kFlush) the lcore moves every application QP to
+// ERROR, so what the applications had outstanding completes as flushed
+// before their sockets close.
 #pragma once
 
 #include <poll.h>
@@ -35,6 +42,7 @@
 #include "shm/spsc_ring.h"
 #include "softmrcd/config.h"
 #include "softmrcd/control_service.h"
+#include "softmrcd/profile_resolver.h"
 
 namespace softmrc::softmrcd {
 
@@ -60,6 +68,7 @@ struct AppCq {
 
 struct AppQp {
   uint32_t owner = 0;
+  uint32_t pid = 0;  // the application's process, for reports
   uint32_t max_send_wr = 0;
   bool sig_all = false;
   AppCq* send_cq = nullptr;
@@ -96,6 +105,16 @@ class AppStage {
   bool add_region(const shm::RegionEntry& e) { return regions_.add(e); }
   void remove_region(uint32_t key) { regions_.remove(key); }
   AppQp* qp(uint32_t qpn) { return qpn - 1 < qps_.size() ? qps_[qpn - 1] : nullptr; }
+
+  // The owning lcore: the QPs, for its snapshot; sends not yet completed
+  // (the shutdown's drain waits for them); every QP to ERROR (the
+  // shutdown's flush), returning how many.
+  const std::vector<uint32_t>& live_qps() const { return live_qps_; }
+  // Before a modify: what the application posted to the QP's ring before
+  // asking for it (receives before RTR) goes to the engine first.
+  void take_posted(engine::Endpoint& ep, uint32_t qpn);
+  uint64_t outstanding(const engine::Endpoint& ep) const;
+  uint32_t flush(engine::Endpoint& ep, uint64_t now);
 
   // The control thread: events the lcore raised.
   uint32_t take_events(AppEvent* out, uint32_t max) { return events_out_.dequeue_burst(out, max); }
@@ -135,8 +154,9 @@ class AppServer : public ControlService {
   ~AppServer() override;
   // Opens the socket of every hosted endpoint that has `app_socket`.
   // Returns false with *err set ("endpoints[0].app_socket: ...").
+  // `profiles` resolves the QPs' profile ids; it outlives this server.
   bool setup(const Config& cfg, const std::vector<std::unique_ptr<EndpointTask>>& endpoints,
-             std::string* err);
+             ProfileResolver* profiles, std::string* err);
   bool empty() const { return listeners_.empty(); }
 
   void add_fds(std::vector<pollfd>* fds) override;
@@ -161,6 +181,7 @@ class AppServer : public ControlService {
   void send_events(Listener& l);
 
   const Config* cfg_ = nullptr;
+  ProfileResolver* profiles_ = nullptr;
   std::vector<Listener> listeners_;
   std::vector<std::unique_ptr<Client>> clients_;
   uint32_t next_owner_ = 1;

@@ -254,18 +254,19 @@ void ControlServer::profile_ev_op(Client& c, const Words& w) {
   reply(c, control::ev_json(*profiles_.ev(id), true));
 }
 
-// A profile EV's state reaches every QP attached to the profile: the
-// daemon's QPs use the configuration's qp.ev_profile, whose array is the
-// QPs' EV set, index for index.
+// A profile EV's state reaches every QP attached to the profile: a QP's EV
+// set is the profile's array, index for index (attach_qp).
 bool ControlServer::apply_profile_ev_state(uint64_t profile, const std::vector<uint32_t>& matched,
                                            engine::EvState state, std::string* err) {
-  if (profile != d_.config().qp.ev_profile + 1) return true;
   const bool deny = state == engine::EvState::kDenied;
   for (auto& e : d_.endpoints()) {
+    std::vector<uint32_t> qpns;
+    for (const auto& [key, a] : attached_)
+      if (key.first == e->index() && a.ev_id == profile) qpns.push_back(key.second);
+    if (qpns.empty()) continue;
     const bool called = e->call([&](EndpointTask& t, uint64_t now) {
-      for (uint32_t qpn = 1; qpn <= d_.config().limits.max_qps; ++qpn)
-        if (t.engine().qp(qpn) != nullptr)
-          for (uint32_t ev : matched) (void)t.engine().set_ev_denied(qpn, ev, deny, now);
+      for (uint32_t qpn : qpns)
+        for (uint32_t ev : matched) (void)t.engine().set_ev_denied(qpn, ev, deny, now);
     });
     if (!called) {
       *err = "the command ring of '" + e->name() + "' is full; the profile changed, its QPs not";
@@ -273,6 +274,68 @@ bool ControlServer::apply_profile_ev_state(uint64_t profile, const std::vector<u
     }
   }
   return true;
+}
+
+int ControlServer::attach_qp(uint32_t endpoint, uint32_t qpn, const std::string& owner,
+                             uint64_t ev_id, uint64_t cc_id, QpProfiles* out, std::string* why) {
+  const Config& cfg = d_.config();
+  detach_qp(endpoint, qpn);
+  out->ev_id = ev_id != 0 ? ev_id : cfg.qp.ev_profile + 1;
+  out->cc_id = cc_id != 0 ? cc_id : cfg.qp.cc_profile + 1;
+  const auto refuse = [&](const Result& r) {
+    *why = r.message;
+    return r.code == Err::kNoent ? ENOENT : EINVAL;
+  };
+  if (Result r = profiles_.attach(out->ev_id, out->cc_id); !r.ok()) return refuse(r);
+  const control::EvProfile& ev = *profiles_.ev(out->ev_id);
+  const control::CcProfile& cc = *profiles_.cc(out->cc_id);
+  const wire::EvMode mode = cfg.endpoints[endpoint].ev_mode;
+  // A declared profile's EVs are the configuration's, made in the
+  // endpoint's own EV mode, as for the traffic generator's QPs; the
+  // controller's are its array, expanded by its format, which must be the
+  // endpoint's mode.
+  const EvProfileSpec& base = cfg.ev_profiles[ev.declared ? ev.id - 1 : cfg.qp.ev_profile];
+  Result r;
+  if (ev.declared) {
+    out->evs = ev_entries(base, cfg.num_planes(), mode);
+  } else if (const control::FmtProfile* f = profiles_.fmt(ev.fmt_id);
+             f == nullptr || f->mode != mode) {
+    r = Result::error(Err::kInval, "EV profile " + std::to_string(ev.id) + "'s format is not " +
+                                       wire::ev_mode_name(mode) + ", the EV mode of endpoint '" +
+                                       cfg.endpoints[endpoint].name + "'");
+  } else {
+    r = profiles_.qp_evs(ev.id, &out->evs);
+  }
+  if (!r.ok()) {
+    profiles_.detach(out->ev_id, out->cc_id);
+    return refuse(r);
+  }
+  // Spraying and probing are the endpoint's: the declared profile's, or
+  // qp.ev_profile's for the controller's profiles.
+  out->ev_config.min_active = ev.min_active;
+  out->ev_config.policy = base.spray;
+  out->ev_config.probe_initial_ns = base.probe_initial_ns;
+  out->ev_config.probe_max_ns = base.probe_max_ns;
+  out->ev_config.ecn_avoid_ns = base.ecn_avoid_ns;
+  out->denied.clear();
+  for (uint32_t i = 0; i < ev.evs.size(); ++i)
+    if (ev.evs[i].state == engine::EvState::kDenied) out->denied.push_back(i);
+  if (cc.declared) {
+    out->cc = cfg.cc_profiles[cc.id - 1].profile;
+  } else {
+    out->cc = engine::CcProfile{};
+    out->cc.algorithm = *cc.algorithm;
+    if (cc.config) out->cc.nscc = *cc.config;
+  }
+  attached_[{endpoint, qpn}] = Attached{out->ev_id, out->cc_id, owner};
+  return 0;
+}
+
+void ControlServer::detach_qp(uint32_t endpoint, uint32_t qpn) {
+  auto it = attached_.find({endpoint, qpn});
+  if (it == attached_.end()) return;
+  profiles_.detach(it->second.ev_id, it->second.cc_id);
+  attached_.erase(it);
 }
 
 // The configuration's profiles, ONLINE from the start: format 1 is UDP
@@ -316,11 +379,20 @@ void ControlServer::declare_profiles() {
     if (*p.algorithm == engine::CcAlgorithm::kNscc) p.config = cfg.cc_profiles[i].profile.nscc;
     (void)profiles_.declare_cc(p);
   }
+  // The traffic generator's QPs, made before the lcores start, are all
+  // the QPs there are now.
   for (auto& e : d_.endpoints()) {
-    uint32_t qps = 0;
-    e->snapshot().read([&](const EndpointSnapshot& s) { qps = s.num_qps; });
-    for (uint32_t q = 0; q < qps; ++q)
-      (void)profiles_.attach(cfg.qp.ev_profile + 1, cfg.qp.cc_profile + 1);
+    std::vector<uint32_t> qpns;
+    e->snapshot().read([&](const EndpointSnapshot& s) {
+      for (uint32_t q = 0; q < s.num_qps; ++q) qpns.push_back(s.qps[q].qpn);
+    });
+    for (uint32_t qpn : qpns) {
+      QpProfiles unused;
+      std::string why;
+      if (attach_qp(e->index(), qpn, "txgen", 0, 0, &unused, &why) != 0)
+        std::printf("softmrcd: control: %s QP %u has no profiles: %s\n", e->name().c_str(), qpn,
+                    why.c_str());
+    }
   }
 }
 

@@ -564,9 +564,9 @@ void ControlServer::finish_probes(uint64_t now, bool force) {
 
 // ---- events ----
 
-uint64_t ControlServer::qp_profile(uint32_t, uint32_t) const {
-  // Every QP softmrcd opens uses the configuration's qp.ev_profile.
-  return d_.config().qp.ev_profile + 1;
+const ControlServer::Attached* ControlServer::attached(uint32_t endpoint, uint32_t qpn) const {
+  auto it = attached_.find({endpoint, qpn});
+  return it == attached_.end() ? nullptr : &it->second;
 }
 
 void ControlServer::drain_events(uint64_t now) {
@@ -585,7 +585,10 @@ void ControlServer::drain_events(uint64_t now) {
 }
 
 void ControlServer::on_ev_event(uint32_t endpoint, const ControlEvent& e) {
-  const uint64_t profile = qp_profile(endpoint, e.qpn);
+  // A QP that is not attached (destroyed since, or not past RESET) has
+  // no profile: its events are kept, with profile 0.
+  const Attached* a = attached(endpoint, e.qpn);
+  const uint64_t profile = a ? a->ev_id : 0;
   const control::EvProfile* p = profiles_.ev(profile);
   if (p != nullptr && !(p->event_mask & e.new_state)) return;
   EndpointTask& task = *d_.endpoints()[endpoint];
@@ -598,6 +601,7 @@ void ControlServer::on_ev_event(uint32_t endpoint, const ControlEvent& e) {
   o.set("t_ns", e.at_ns);
   o.set("endpoint", task.name());
   o.set("qpn", e.qpn);
+  if (a != nullptr) o.set("owner", a->owner);
   o.set("profile", profile);
   o.set("ev", e.ev);
   if (p != nullptr && e.ev < p->evs.size())

@@ -11,6 +11,11 @@
 // "events follow" turns the connection into a stream of {"event":...}
 // lines until the client closes it.
 //
+// It owns the profile Registry and is the daemon's ProfileResolver: every
+// QP, the traffic generator's and the applications', is attached to an EV
+// and a CC profile, so a profile's EV states reach all of its QPs, events
+// name the QP's profile and owner, and a profile in use stays ONLINE.
+//
 // Runs on the control thread only (a ControlService). Engine access goes
 // through EndpointTask::call() or the command ring; EV state changes and
 // probe replies come from each endpoint's lcore through an rte_ring.
@@ -29,12 +34,13 @@
 #include "control/profiles.h"
 #include "softmrcd/control_events.h"
 #include "softmrcd/control_service.h"
+#include "softmrcd/profile_resolver.h"
 
 namespace softmrc::softmrcd {
 
 class Daemon;
 
-class ControlServer : public ControlService {
+class ControlServer : public ControlService, public ProfileResolver {
  public:
   static constexpr size_t kMaxRequest = 4096;       // bytes per request line
   static constexpr size_t kMaxClients = 64;         // beyond: refused (EBUSY)
@@ -55,7 +61,16 @@ class ControlServer : public ControlService {
   void step(const pollfd* ready, size_t count, uint64_t now_ns) override;
   void close() override;
 
+  int attach_qp(uint32_t endpoint, uint32_t qpn, const std::string& owner, uint64_t ev_id,
+                uint64_t cc_id, QpProfiles* out, std::string* why) override;
+  void detach_qp(uint32_t endpoint, uint32_t qpn) override;
+
  private:
+  struct Attached {
+    uint64_t ev_id = 0;
+    uint64_t cc_id = 0;
+    std::string owner;  // "txgen", "app <pid>"
+  };
   struct Probe;
   struct Client {
     int fd = -1;
@@ -101,7 +116,7 @@ class ControlServer : public ControlService {
   void declare_profiles();
   bool load_state(std::string* err);
   void save_state();
-  uint64_t qp_profile(uint32_t endpoint, uint32_t qpn) const;
+  const Attached* attached(uint32_t endpoint, uint32_t qpn) const;
 
   Daemon& d_;
   int listen_fd_ = -1;
@@ -116,7 +131,8 @@ class ControlServer : public ControlService {
   std::deque<control::Json> history_;    // the latest events
   std::vector<wire::WireEv> probe_evs_;  // kProbeSlots, the EVs probes name
   uint32_t next_probe_ = 0;
-  std::map<std::pair<uint32_t, uint32_t>, bool> admin_down_;  // (endpoint, plane)
+  std::map<std::pair<uint32_t, uint32_t>, bool> admin_down_;    // (endpoint, plane)
+  std::map<std::pair<uint32_t, uint32_t>, Attached> attached_;  // (endpoint, qpn)
 
   // Counters (stats 'control').
   uint64_t accepted_ = 0;

@@ -111,16 +111,19 @@ bool Daemon::setup(const Config& cfg, const Options& opt, std::string* err) {
       return false;
   }
   if (!assign_lcores(err) || !setup_traffic(err)) return false;
-  if (auto apps = std::make_unique<AppServer>(); !apps->setup(cfg_, endpoints_, err))
+  // The controller owns the profiles; the applications' QPs attach to them
+  // through it (profile_resolver.h), so it outlives the application server
+  // (teardown destroys the services last to first).
+  auto control = std::make_unique<ControlServer>(*this);
+  ControlServer& resolver = *control;
+  add_service(std::move(control));
+  if (auto apps = std::make_unique<AppServer>(); !apps->setup(cfg_, endpoints_, &resolver, err))
     return false;
   else if (!apps->empty())
     add_service(std::move(apps));
   for (auto& e : endpoints_)
     if (!e->start(err)) return false;
-  auto control = std::make_unique<ControlServer>(*this);
-  if (!control->open(err)) return false;
-  add_service(std::move(control));
-  return true;
+  return resolver.open(err);
 }
 
 // The main lcore runs the control thread; roles go to worker lcores.
@@ -356,7 +359,8 @@ void Daemon::control_step(uint64_t now) {
     }
     case Phase::kDrain: {
       bool idle = true;
-      for (const EndpointSnapshot& s : snaps) idle = idle && s.txgen.in_flight == 0;
+      for (const EndpointSnapshot& s : snaps)
+        idle = idle && s.txgen.in_flight == 0 && s.app_outstanding == 0;
       if (idle || now >= phase_deadline_ns_) {
         phase_deadline_ns_ = now + kFlushTimeoutNs;
         phase_.store(Phase::kFlush, std::memory_order_release);
@@ -547,6 +551,13 @@ int Daemon::summarize(uint64_t now) {
                 stop_reason_.c_str(), end / 1e9, t.in_flight_at_stop,
                 t.in_flight_at_stop - std::min(t.in_flight_at_stop, t.flushed), t.flushed,
                 engine::wc_status_name(engine::WcStatus::kFlushed));
+  for (size_t i = 0; i < snaps.size(); ++i)
+    if (snaps[i].app_flushed_qps != 0)
+      std::printf(
+          "softmrcd: %s: %u application QPs moved to ERROR at the flush: their "
+          "outstanding work completed with %s\n",
+          endpoints_[i]->name().c_str(), snaps[i].app_flushed_qps,
+          engine::wc_status_name(engine::WcStatus::kFlushed));
   for (size_t i = 0; i < snaps.size(); ++i) {
     PlaneCounters c;
     for (const PlaneCounters& p : snaps[i].planes) {
@@ -606,7 +617,7 @@ void Daemon::teardown() {
     phase_.store(Phase::kExit, std::memory_order_release);
     rte_eal_mp_wait_lcore();
   }
-  services_.clear();
+  while (!services_.empty()) services_.pop_back();
   bool memif = false;
   for (uint32_t i = 0; i < cfg_.hosted && started_ns_ != 0 && !endpoints_.empty(); ++i)
     for (const PlaneSpec& p : cfg_.endpoints[i].planes)

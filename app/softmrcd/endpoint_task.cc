@@ -278,6 +278,7 @@ void EndpointTask::on_phase(Phase phase, uint64_t now) {
     engine::QpAttr a;
     a.state = engine::QpState::kError;
     for (uint32_t qpn : qpns_) (void)ep_.modify_qp(qpn, a, engine::kAttrState, now);
+    if (app_) app_flushed_qps_ = app_->flush(ep_, now);
     drain_engine(now);
     publish(now);
     flushed_.store(true, std::memory_order_release);
@@ -470,13 +471,33 @@ void EndpointTask::publish(uint64_t now) {
   s.txgen = txgen_.counters();
   s.txgen.in_flight = txgen_.in_flight();
   s.txgen_finished = txgen_.finished();
+  s.app_outstanding = app_ ? app_->outstanding(ep_) : 0;
+  s.app_flushed_qps = app_flushed_qps_;
+  // The traffic generator's QPs, then the applications'. Their number and
+  // EVs change only through calls (the slow path): the snapshot's tables
+  // grow here when they hold fewer, never per packet.
+  static const std::vector<uint32_t> kNoQps;
+  const std::vector<uint32_t>& app_qpns = app_ ? app_->live_qps() : kNoQps;
+  const size_t all = qpns_.size() + app_qpns.size();
+  const auto qpn_at = [&](size_t i) {
+    return i < qpns_.size() ? qpns_[i] : app_qpns[i - qpns_.size()];
+  };
+  size_t evs = 0;
+  for (size_t i = 0; i < all; ++i)
+    if (const engine::Qp* q = ep_.qp(qpn_at(i))) evs += q->evs().size();
+  if (s.qps.size() < all) s.qps.resize(all);
+  if (s.evs.size() < evs) s.evs.resize(evs);
   uint32_t ev_index = 0;
   s.num_qps = 0;
-  for (uint32_t qpn : qpns_) {
+  for (size_t i = 0; i < all; ++i) {
+    const bool app = i >= qpns_.size();
+    const uint32_t qpn = qpn_at(i);
     const engine::Qp* q = ep_.qp(qpn);
     if (q == nullptr) continue;
     QpStats& qs = s.qps[s.num_qps++];
     qs.qpn = qpn;
+    qs.app = app;
+    qs.pid = app ? app_->qp(qpn)->pid : 0;
     qs.state = q->state();
     qs.peer = q->attr().peer;
     qs.dest_qpn = q->attr().dest_qpn;

@@ -95,8 +95,8 @@ class EndpointTask {
   bool command(const Command& c);
   // The control thread, while the lcores run: runs fn(engine, now) on the
   // owning lcore between two passes and returns once it has run and the
-  // snapshot shows its effects (false: the command ring is full). The engine is not thread-safe, so every call
-  // into it from another thread goes this way.
+  // snapshot shows its effects (false: the command ring is full). The engine is not thread-safe, so
+  // every call into it from another thread goes this way.
   template <typename Fn>
   bool call(Fn&& fn);
   Published<EndpointSnapshot>& snapshot() { return snapshot_; }
@@ -176,6 +176,7 @@ class EndpointTask {
   uint64_t next_snapshot_ns_ = 0;
   Published<EndpointSnapshot> snapshot_;
   std::atomic<bool> flushed_{false};
+  uint32_t app_flushed_qps_ = 0;
   rte_ring* ctl_events_ = nullptr;
   std::atomic<uint64_t> ctl_lost_{0};  // written by the lcore only
 };

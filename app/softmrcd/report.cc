@@ -131,6 +131,7 @@ void planes_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, int on
 }
 
 void qp_summary(Row& r, Daemon& d, const QpStats& q) {
+  r.text("owner", q.app ? "app " + std::to_string(q.pid) : "txgen");
   r.text("state", engine::qp_state_name(q.state));
   r.text("peer", q.peer < d.config().endpoints.size() ? d.config().endpoints[q.peer].name : "?");
   r.num("dest_qpn", q.dest_qpn);

@@ -5,7 +5,8 @@
 //   endpoints                      one row per hosted endpoint
 //   ports [endpoint]               ethdev counters, "a/0" = endpoint a, plane 0
 //   planes [endpoint]              the daemon's per-plane state and counters
-//   qps [endpoint [first]]         QP summaries, 32 rows from `first`
+//   qps [endpoint [first]]         QP summaries (the traffic generator's QPs,
+//                                  then the applications'), 32 rows from `first`
 //   qp [endpoint] qpn              every counter of one QP
 //   evs [endpoint] qpn [first]     32 EVs of a QP from `first`
 //   drops [endpoint]               dropped packets by reason

@@ -75,6 +75,8 @@ struct TxgenCounters {
 
 struct QpStats {
   uint32_t qpn = 0;
+  bool app = false;  // an application's (app_server.h), else the traffic generator's
+  uint32_t pid = 0;  // the application's process
   engine::QpState state = engine::QpState::kReset;
   uint32_t peer = 0;
   uint32_t dest_qpn = 0;
@@ -106,7 +108,9 @@ struct EndpointSnapshot {
   DropCounters drops;
   engine::EndpointCounters engine;
   TxgenCounters txgen;
-  bool txgen_finished = false;  // every flow leaving here reached its limit
+  bool txgen_finished = false;   // every flow leaving here reached its limit
+  uint64_t app_outstanding = 0;  // application sends posted to the engine, not completed
+  uint32_t app_flushed_qps = 0;  // application QPs the shutdown moved to ERROR
   uint32_t num_qps = 0;
   std::vector<QpStats> qps;  // [0, num_qps)
   std::vector<EvStats> evs;

@@ -4,8 +4,13 @@
 //   api_helper misuse SOCKET PEER_IP   every misuse path returns its error
 //   api_helper forge SOCKET PEER_IP    a raw client (no libsoftmrc) writes
 //                                      bad descriptors straight into its ring
-//   api_helper stream SOCKET           exchange a line like wimm_exchange,
-//                                      then post Writes until killed
+//   api_helper stream SOCKET [EV CC]   exchange a line like wimm_exchange,
+//                                      then post Writes until killed; the
+//                                      QP's INIT names EV and CC profile ids
+//   api_helper stream_flush SOCKET     likewise until the daemon stops:
+//                                      FLUSH_ERR completions, then ENOTCONN
+//   api_helper init SOCKET EV CC       a QP to INIT with these profile ids:
+//                                      prints "init: <errno>"
 //   api_helper sink SOCKET             exchange a line, then sleep
 //   api_helper daemon_dies SOCKET      block on a completion channel; when
 //                                      the daemon dies every call must fail
@@ -81,11 +86,18 @@ bool setup(const char* sock, Basic* b, uint32_t send_wr = 16) {
   return b->pd && b->ch && b->cq && b->mr && b->qp;
 }
 
-int to_rts(smrc_qp* qp, const smrc_gid& gid, uint32_t dest_qpn, uint8_t timeout = 10,
-           uint8_t retry_exp = 0) {
+int to_init(smrc_qp* qp, uint64_t ev_profile = 0, uint64_t cc_profile = 0) {
   smrc_qp_attr a{};
   a.qp_state = SMRC_QPS_INIT;
-  if (int e = smrc_modify_qp(qp, &a, SMRC_QP_STATE)) return e;
+  a.ev_profile_id = ev_profile;
+  a.cc_profile_id = cc_profile;
+  return smrc_modify_qp(qp, &a, SMRC_QP_STATE | SMRC_QP_EV_PROFILE | SMRC_QP_CC_PROFILE);
+}
+
+int to_rts(smrc_qp* qp, const smrc_gid& gid, uint32_t dest_qpn, uint8_t timeout = 10,
+           uint8_t retry_exp = 0, uint64_t ev_profile = 0, uint64_t cc_profile = 0) {
+  if (int e = to_init(qp, ev_profile, cc_profile)) return e;
+  smrc_qp_attr a{};
   a = smrc_qp_attr{};
   a.qp_state = SMRC_QPS_RTR;
   a.dgid = gid;
@@ -439,13 +451,18 @@ bool exchange(Basic& b, uint32_t* qpn, uint32_t* rkey, uint64_t* addr, smrc_gid*
   return true;
 }
 
-int stream(const char* sock, bool send) {
+// until_flush: the daemon is stopped under the stream; what was
+// outstanding must complete with SMRC_WC_WR_FLUSH_ERR, then ENOTCONN.
+int stream(const char* sock, bool send, bool until_flush = false, uint64_t ev_profile = 0,
+           uint64_t cc_profile = 0) {
   Basic b;
   if (!setup(sock, &b, 64)) return 2;
   uint32_t qpn, rkey;
   uint64_t addr;
   smrc_gid gid;
-  if (!exchange(b, &qpn, &rkey, &addr, &gid) || to_rts(b.qp, gid, qpn, 12, 2) != 0) return 3;
+  if (!exchange(b, &qpn, &rkey, &addr, &gid) ||
+      to_rts(b.qp, gid, qpn, 12, 2, ev_profile, cc_profile) != 0)
+    return 3;
   std::printf("ready\n");
   std::fflush(stdout);
   if (!send) {
@@ -459,14 +476,30 @@ int stream(const char* sock, bool send) {
   wr.send_flags = SMRC_SEND_SIGNALED;
   wr.rdma.remote_addr = addr;
   wr.rdma.rkey = rkey;
-  uint64_t done = 0, out = 0;
+  uint64_t done = 0, out = 0, flushed = 0;
   smrc_wc wc[16];
   for (;;) {
-    while (out < 16 && smrc_post_send(b.qp, &wr, nullptr) == 0) ++out;
+    int posted = 0;
+    while (out < 16 && (posted = smrc_post_send(b.qp, &wr, nullptr)) == 0) ++out;
     const int n = smrc_poll_cq(b.cq, 16, wc);
+    if (until_flush && (n == -ENOTCONN || posted == ENOTCONN)) {
+      std::printf("flushed %" PRIu64 " after %" PRIu64 " written, then ENOTCONN\n", flushed,
+                  done - flushed);
+      return flushed > 0 ? 0 : 6;
+    }
     if (n < 0) return 4;
-    for (int i = 0; i < n; ++i)
-      if (wc[i].status != SMRC_WC_SUCCESS) return 5;
+    for (int i = 0; i < n; ++i) {
+      if (until_flush && wc[i].status == SMRC_WC_WR_FLUSH_ERR) {
+        ++flushed;
+        continue;
+      }
+      // Nothing succeeds after the first flushed completion.
+      if (wc[i].status != SMRC_WC_SUCCESS || flushed > 0) {
+        std::printf("FAIL: completion %s after %" PRIu64 " flushed\n",
+                    smrc_wc_status_str(static_cast<smrc_wc_status>(wc[i].status)), flushed);
+        return 5;
+      }
+    }
     out -= n;
     done += n;
     if (n > 0 && done % 64 < static_cast<uint64_t>(n)) {
@@ -522,7 +555,19 @@ int main(int argc, char** argv) {
   const std::string mode = argv[1];
   if (mode == "misuse" && argc == 4) return misuse(argv[2], argv[3]);
   if (mode == "forge" && argc == 4) return forge(argv[2], argv[3]);
+  if (mode == "stream" && argc == 5)
+    return stream(argv[2], true, false, std::strtoull(argv[3], nullptr, 0),
+                  std::strtoull(argv[4], nullptr, 0));
   if (mode == "stream") return stream(argv[2], true);
+  if (mode == "stream_flush") return stream(argv[2], true, true);
+  if (mode == "init" && argc == 5) {
+    Basic b;
+    if (!setup(argv[2], &b)) return 2;
+    const int e =
+        to_init(b.qp, std::strtoull(argv[3], nullptr, 0), std::strtoull(argv[4], nullptr, 0));
+    std::printf("init: %s\n", e == 0 ? "0" : strerrorname_np(e));
+    return 0;
+  }
   if (mode == "sink") return stream(argv[2], false);
   if (mode == "daemon_dies") return daemon_dies(argv[2]);
   return 2;

@@ -13,10 +13,20 @@ programs written against libsoftmrc. One --case per test:
                        frees what it had and serves the example afterwards
   daemon_killed        the daemon is SIGKILLed under a blocked application:
                        every call fails with ENOTCONN, nothing hangs
+  profiles             an application QP on a profile made with smrcctl: ids
+                       refused while it is not ONLINE, the QP's EVs are the
+                       profile's, the profile cannot go OFFLINE while used
+                       (EBUSY), a profile EV denied reaches the QP (events
+                       name it), and it is detached when the application goes
+  reports              an application QP in telemetry and smrcctl (owner,
+                       counters that grow), the traffic generator's marked
+  sigterm_flush        SIGTERM under a stream: the QP's outstanding work
+                       completes with FLUSH_ERR, then ENOTCONN
 
 Exit 0 on success, 1 with the reason and the daemons' output otherwise.
 """
 
+import json
 import os
 import re
 import select
@@ -26,13 +36,14 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'dpdk'))
-from softmrcd_test import Daemon, Failure, check, plane, test_main  # noqa: E402
+from softmrcd_test import (Daemon, Failure, Telemetry, check, plane,  # noqa: E402
+                           telemetry_socket, test_main)
 
 PLANES = 2
 LCORES = {'a': '0@1,1@0', 'b': '0@0,1@1'}
 
 
-def config(args, me, qp=None):
+def config(args, me, qp=None, extra=None):
     other = 'b' if me == 'a' else 'a'
     role = 'server' if me == 'a' else 'client'
     ports = [f'net_memif{p},role={role},id=0,socket={sock(args, f"memif-p{p}")},'
@@ -45,6 +56,8 @@ def config(args, me, qp=None):
         'endpoints': [{'name': me, 'app_socket': sock(args, f'app-{me}'),
                        'planes': [dict(port=ports[p], **plane(me, p)) for p in range(PLANES)]}],
         'peers': [{'name': other, 'planes': [plane(other, p) for p in range(PLANES)]}],
+        'control_socket': sock(args, f'ctl-{me}'),
+        **(extra or {}),
     }
 
 
@@ -52,8 +65,8 @@ def sock(args, name):
     return os.path.join(args.workdir, name + '.sock')
 
 
-def start_daemon(args, me, qp=None):
-    d = Daemon(args, f'api_{args.case}_{me}', config(args, me, qp))
+def start_daemon(args, me, qp=None, extra=None):
+    d = Daemon(args, f'api_{args.case}_{me}', config(args, me, qp, extra))
     i = d.cmd.index('-l')
     d.cmd[i:i + 2] = ['--lcores', LCORES[me]]
     d.start()
@@ -61,18 +74,18 @@ def start_daemon(args, me, qp=None):
     return d
 
 
-def start_pair(args, qp=None):
+def start_pair(args, qp=None, extra=None):
     for p in range(PLANES):
         path = sock(args, f'memif-p{p}')
         if os.path.exists(path):
             os.unlink(path)
-    a = start_daemon(args, 'a', qp)
+    a = start_daemon(args, 'a', qp, extra)
     # A memif client's port fails to start without its server's socket.
     deadline = time.monotonic() + 10
     while not all(os.path.exists(sock(args, f'memif-p{p}')) for p in range(PLANES)):
         check(time.monotonic() < deadline, 'no memif server sockets' + outputs(a))
         a._read(0.05)
-    b = start_daemon(args, 'b', qp)
+    b = start_daemon(args, 'b', qp, extra)
     return a, b
 
 
@@ -137,11 +150,12 @@ class App:
 
 
 def connect(x, y):
-    """Cross the two programs' exchange lines."""
+    """Cross the two programs' exchange lines; x's QPN."""
     lx = x.read_line(r'^\d+ \d+ \d+ \d+( \d+){16}$')
     ly = y.read_line(r'^\d+ \d+ \d+ \d+( \d+){16}$')
     x.send(ly)
     y.send(lx)
+    return int(lx.split()[0])
 
 
 def run_example(args, a, b):
@@ -176,10 +190,10 @@ def case_doc_matches_example(args):
     print('docs/api.md quotes docs/examples/wimm_exchange.c verbatim')
 
 
-def with_pair(args, body):
+def with_pair(args, body, extra=None):
     a = b = None
     try:
-        a, b = start_pair(args)
+        a, b = start_pair(args, extra=extra)
         body(a, b)
     except Failure as e:
         stop(a, b)
@@ -240,5 +254,156 @@ def case_daemon_killed(args):
     with_pair(args, body)
 
 
+def ctl(args, me, *words, want=None):
+    """smrcctl --json on daemon `me`: the result, or (want: an errno) the refusal."""
+    r = subprocess.run([args.smrcctl, '--socket', sock(args, f'ctl-{me}'), '--json'] +
+                       list(words), capture_output=True, text=True, timeout=10, check=False)
+    if want is None:
+        check(r.returncode == 0, f'smrcctl {" ".join(words)}: exit {r.returncode}: {r.stderr}')
+        return json.loads(r.stdout)
+    check(r.returncode == 1 and r.stderr.startswith(f'smrcctl: {want}: '),
+          f'smrcctl {" ".join(words)}: exit {r.returncode} {r.stderr!r}, want {want}')
+    return r.stderr
+
+
+def wait_for(what, fn, timeout=5):
+    deadline = time.monotonic() + timeout
+    while not (v := fn()):
+        check(time.monotonic() < deadline, f'timed out waiting for {what}')
+        time.sleep(0.1)
+    return v
+
+
+def init_errno(args, ev, cc):
+    r = subprocess.run([args.helper, 'init', sock(args, 'app-a'), str(ev), str(cc)],
+                       capture_output=True, text=True, timeout=10, check=False)
+    m = re.search(r'^init: (\S+)$', r.stdout, re.M)
+    check(r.returncode == 0 and m, f'init {ev} {cc}: exit {r.returncode}: {r.stdout}{r.stderr}')
+    return m.group(1)
+
+
+def case_profiles(args):
+    def body(a, b):
+        # EV profile 10: generated from UDP format 1, 4 values on each of
+        # the 2 ports; CC profile 3: NSCC.
+        ctl(args, 'a', 'profile', 'ev', 'create', '10')
+        ctl(args, 'a', 'profile', 'ev', 'set', '10', 'mode', 'generated', 'fmt', '1', 'count',
+            '8', 'fields', '16:0xd000:0:3:0x3', 'event_mask', 'good,assumed_bad,denied',
+            'state', 'offline')
+        ctl(args, 'a', 'profile', 'cc', 'create', '3')
+        ctl(args, 'a', 'profile', 'cc', 'set', '3', 'algorithm', 'nscc', 'link_gbps', '10',
+            'base_rtt_us', '50', 'state', 'offline')
+        for ev, cc, want in ((10, 0, 'EINVAL'), (0, 3, 'EINVAL'), (42, 0, 'ENOENT'),
+                             (0, 42, 'ENOENT')):
+            got = init_errno(args, ev, cc)
+            check(got == want, f'INIT with EV {ev} CC {cc}: {got}, want {want}')
+        print('ok: INIT with an OFFLINE profile -> EINVAL, an unknown one -> ENOENT')
+        ctl(args, 'a', 'profile', 'ev', 'set', '10', 'state', 'online')
+        ctl(args, 'a', 'profile', 'cc', 'set', '3', 'state', 'online')
+
+        tx = App([args.helper, 'stream', sock(args, 'app-a'), '10', '3'])
+        rx = App([args.helper, 'sink', sock(args, 'app-b')])
+        qpn = connect(tx, rx)
+        tx.read_line(r'^written \d+', timeout=15)
+        check(ctl(args, 'a', 'profile', 'ev', 'show', '10')['attached_qps'] == 1 and
+              ctl(args, 'a', 'profile', 'cc', 'show', '3')['attached_qps'] == 1,
+              'the application QP is not attached')
+        ctl(args, 'a', 'profile', 'ev', 'set', '10', 'state', 'offline', want='EBUSY')
+        ctl(args, 'a', 'profile', 'cc', 'set', '3', 'state', 'offline', want='EBUSY')
+        ctl(args, 'a', 'profile', 'ev', 'destroy', '10', want='EBUSY')
+        print('ok: profiles in use by an application QP stay ONLINE (EBUSY)')
+
+        evs = ctl(args, 'a', 'ev', 'show', 'a', str(qpn))
+        check([e['value'] for e in evs] == ['0xd000', '0xd000', '0xd001', '0xd001', '0xd002',
+                                            '0xd002', '0xd003', '0xd003'] and
+              [e['plane'] for e in evs] == [0, 1] * 4, f'the QP\'s EVs: {evs}')
+        print("ok: the application QP's EVs are the profile's")
+
+        # EV 2 is the profile's entry 2: the stored value, as the profile shows it.
+        stored = ctl(args, 'a', 'profile', 'ev', 'show', '10')['evs'][2]
+        check(stored['port'] == 1, f'entry 2: {stored}')
+        ctl(args, 'a', 'profile', 'ev', 'ev-state', '10', stored['value'], '1', 'denied')
+        wait_for('EV 2 DENIED', lambda: ctl(args, 'a', 'ev', 'show', 'a',
+                                            str(qpn))[2]['state'] == 'DENIED')
+        tx2 = ctl(args, 'a', 'ev', 'show', 'a', str(qpn))[2]['tx_packets']
+        time.sleep(0.3)
+        evs = ctl(args, 'a', 'ev', 'show', 'a', str(qpn))
+        check(evs[2]['tx_packets'] == tx2 and evs[3]['tx_packets'] > 0,
+              f'a denied EV still carries packets: {evs}')
+        events = wait_for('the DENIED event', lambda: [
+            e for e in ctl(args, 'a', 'events')
+            if e['qpn'] == qpn and e['state'] == 'DENIED'])
+        check(events[0]['profile'] == 10 and events[0]['owner'] == f'app {tx.proc.pid}' and
+              events[0]['ev'] == 2 and events[0]['port'] == 1, f'the event: {events[0]}')
+        ctl(args, 'a', 'profile', 'ev', 'ev-state', '10', stored['value'], '1', 'good')
+        wait_for('EV 2 GOOD', lambda: ctl(args, 'a', 'ev', 'show', 'a',
+                                          str(qpn))[2]['state'] == 'GOOD')
+        print('ok: a profile EV denied and restored reaches the application QP; the event '
+              'names its owner')
+
+        tx.proc.kill()
+        tx.proc.wait()
+        a.read_until(r'application \d+ went away: 1 QPs destroyed', timeout=10)
+        check(ctl(args, 'a', 'profile', 'ev', 'show', '10')['attached_qps'] == 0,
+              'the QP of the application that went is still attached')
+        ctl(args, 'a', 'profile', 'ev', 'set', '10', 'state', 'offline')
+        ctl(args, 'a', 'profile', 'ev', 'destroy', '10')
+        ctl(args, 'a', 'profile', 'cc', 'set', '3', 'state', 'offline')
+        print('ok: detached when the application went; the profiles go OFFLINE')
+        rx.proc.kill()
+        rx.proc.wait()
+    with_pair(args, body)
+
+
+def case_reports(args):
+    def body(a, b):
+        tx = App([args.helper, 'stream', sock(args, 'app-a')])
+        rx = App([args.helper, 'sink', sock(args, 'app-b')])
+        qpn = connect(tx, rx)
+        tx.read_line(r'^written \d+', timeout=15)
+        row = f'a/{qpn}'
+        owner = f'app {tx.proc.pid}'
+        t = Telemetry(telemetry_socket(a.prefix))
+        qps = t.query('/softmrc/qps')
+        check(row in qps and qps[row]['owner'] == owner and qps[row]['state'] == 'RTS',
+              f'/softmrc/qps: {qps}')
+        first = t.query(f'/softmrc/qp,a,{qpn}')[row]['tx_data_packets']
+        stats = wait_for('counters to grow', lambda: [
+            q for q in ctl(args, 'a', 'stats')['qps']
+            if q['name'] == row and q['tx_data_packets'] > first])
+        check(stats[0]['owner'] == owner, f'smrcctl stats: {stats}')
+        qp = ctl(args, 'a', 'stats', 'qp', 'a', str(qpn))[0]
+        check(qp['owner'] == owner and qp['send_completions'] > 0, f'smrcctl stats qp: {qp}')
+        evs = ctl(args, 'a', 'ev', 'show', 'a', str(qpn))
+        check(len(evs) > 0 and sum(e['tx_packets'] for e in evs) > 0, f'ev show: {evs}')
+        print(f'ok: {row} ({owner}) in /softmrc/qps, /softmrc/qp, smrcctl stats and ev show, '
+              'its counters growing')
+        tx.proc.kill()
+        rx.proc.kill()
+        tx.proc.wait()
+        rx.proc.wait()
+    with_pair(args, body)
+
+
+def case_sigterm_flush(args):
+    def body(a, b):
+        tx = App([args.helper, 'stream_flush', sock(args, 'app-a')])
+        rx = App([args.helper, 'sink', sock(args, 'app-b')])
+        connect(tx, rx)
+        tx.read_line(r'^written \d+', timeout=15)
+        a.proc.send_signal(signal.SIGTERM)
+        code, out = tx.finish(timeout=15)
+        print(out, end='')
+        check(code == 0 and re.search(r'^flushed [1-9]\d* after \d+ written, then ENOTCONN$',
+                                      out, re.M), f'stream_flush exit {code}:\n{out}')
+        check(a.wait(10) == 0, 'a exit status')
+        check(re.search(r'a: 1 application QPs moved to ERROR at the flush', a.output()),
+              'no flush line')
+        print('ok: SIGTERM flushed the application QP, then ENOTCONN')
+        rx.proc.kill()
+        rx.proc.wait()
+    with_pair(args, body, extra={'shutdown': {'drain_ms': 300}})
+
+
 if __name__ == '__main__':
-    sys.exit(test_main(globals(), __doc__, 'example', 'helper'))
+    sys.exit(test_main(globals(), __doc__, 'example', 'helper', 'smrcctl'))
