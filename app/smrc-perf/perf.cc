@@ -493,14 +493,7 @@ bool Session::run_bw(uint64_t size, BwResult* r, std::string* err) {
       left -= static_cast<uint32_t>(n);
     }
   }
-  uint64_t peer_verified = 1;
-  if (!sync(kDone, size, verified, &peer_verified, err)) return false;
-  if (!verified || !peer_verified) {
-    *err = std::to_string(size) + "-byte messages: the " + (verified ? "peer" : "receiving side") +
-           " found wrong bytes";
-    return false;
-  }
-  return true;
+  return agree(size, verified, err);
 }
 
 bool Session::run_lat(uint64_t size, LatResult* r, std::string* err) {
@@ -545,11 +538,17 @@ bool Session::run_lat(uint64_t size, LatResult* r, std::string* err) {
   }
   std::sort(r->rtt_us.begin(), r->rtt_us.end());
   const bool verified = pattern::verify(recv_area(0), size, 0, size);
+  return agree(size, verified, err);
+}
+
+// The end of a size: each side says whether its receive areas held the
+// right bytes; the size passes when both did.
+bool Session::agree(uint64_t size, bool verified, std::string* err) {
   uint64_t peer_verified = 1;
   if (!sync(kDone, size, verified, &peer_verified, err)) return false;
   if (!verified || !peer_verified) {
-    *err = std::to_string(size) + "-byte messages: the " + (verified ? "peer" : "this side") +
-           " found wrong bytes";
+    *err = std::to_string(size) + "-byte messages: " +
+           (verified ? "the peer found wrong bytes" : "wrong bytes arrived here");
     return false;
   }
   return true;

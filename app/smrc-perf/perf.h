@@ -96,6 +96,7 @@ class Session {
   bool exchange(std::string* err);
   bool connect(std::string* err);
   bool sync(uint32_t what, uint64_t size, uint64_t value, uint64_t* peer_value, std::string* err);
+  bool agree(uint64_t size, bool verified, std::string* err);
   uint8_t* send_area(uint32_t q) const;
   uint8_t* recv_area(uint32_t q) const;
   bool post_write(uint32_t q, uint64_t size, bool with_imm, uint32_t imm, bool signaled,

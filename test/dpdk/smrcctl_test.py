@@ -31,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from softmrcd_test import (Daemon, Failure, Telemetry, check, telemetry_socket,  # noqa: E402
-                           test_main, two_endpoints)
+                           test_main, two_endpoints, wait_for)
 
 EXIT_REFUSED, EXIT_USAGE, EXIT_NO_DAEMON, EXIT_PERMISSION, EXIT_UNANSWERED = 1, 2, 3, 4, 5
 
@@ -83,17 +83,6 @@ def stop(d):
 
 def evs(ctl, ep, qpn):
     return {row['ev']: row for row in ctl.ok('ev', 'show', ep, str(qpn))}
-
-
-def wait_for(what, fn, timeout=5):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise Failure(f'timed out waiting for {what}')
-        time.sleep(0.1)
 
 
 def case_commands(args):

@@ -46,6 +46,20 @@ class Skip(Exception):
     """The test cannot run here (exit 77, which meson reports as skipped)."""
 
 
+def wait_for(what, fn, timeout=5.0, output=''):
+    """fn() until it returns something true; that value. Failure after
+    `timeout` seconds, with `output` (a daemon's, say) appended."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise Failure(f'timed out waiting for {what}' +
+                          ('\n--- output ---\n' + output if output else ''))
+        time.sleep(0.05)
+
+
 def test_main(cases, doc, *programs):
     """The main() of every test script: --case NAME runs cases['case_NAME']
     (a script's globals()) with the parsed arguments: --softmrcd, --docs,

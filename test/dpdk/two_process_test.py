@@ -40,7 +40,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from softmrcd_test import (Daemon, Failure, Skip, Telemetry, check, plane,  # noqa: E402
-                           summary_counts, telemetry_socket, test_main)
+                           summary_counts, telemetry_socket, test_main, wait_for)
 
 LCORES = {'a': '0@1,1@0', 'b': '0@0,1@1', 'fabric': '0@0,1@1'}
 
@@ -132,21 +132,8 @@ def row(t, cmd, key):
 
 def poll_row(what, t, cmd, key, cond, output=''):
     """Row `key` of `cmd` once cond(row) holds."""
-    return poll(what, lambda: (lambda r: r if cond(r) else None)(row(t, cmd, key)),
+    return wait_for(what, lambda: (lambda r: r if cond(r) else None)(row(t, cmd, key)),
                 output=output)
-
-
-def poll(what, fn, timeout=5.0, output=''):
-    """fn() until it returns something true; that value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise Failure(f'timed out waiting for {what}' +
-                          ('\n--- output ---\n' + output if output else ''))
-        time.sleep(0.05)
 
 
 def case_memif(args):
@@ -171,14 +158,14 @@ def case_memif(args):
     b = None
     try:
         # A memif client's port fails to start without its server's socket.
-        poll('the memif servers\' sockets', lambda: a._read(0.05) and all(map(os.path.exists,
+        wait_for('the memif servers\' sockets', lambda: a._read(0.05) and all(map(os.path.exists,
                                                                             socks)),
              timeout=10, output=a.output())
         b = daemon(args, 'memif', 'b', ports('client'), traffic).start()
         # Every plane carries data both ways, as b's telemetry shows, and
         # nothing was dropped.
         t = Telemetry(telemetry_socket(b.prefix))
-        rows = poll('traffic on every plane',
+        rows = wait_for('traffic on every plane',
                     lambda: (lambda r: r if all(r[f'b/{p}']['rx_packets'] > 0 and
                                                 r[f'b/{p}']['tx_packets'] > 0
                                                 for p in range(planes)) else None)(
@@ -256,7 +243,7 @@ def case_fabric_memif(args):
     f = fabric(args, '2p_fabric_f', cfg).start(['--duration-ms', '20000'])
     a = b = None
     try:
-        poll('the fabric\'s memif sockets', lambda: f._read(0.05) and all(
+        wait_for('the fabric\'s memif sockets', lambda: f._read(0.05) and all(
             map(os.path.exists, socks['a'] + socks['b'])), timeout=10, output=f.output())
         a = daemon(args, 'fabric', 'a', [memif_port(p, 'client', socks['a'][p])
                                           for p in range(planes)], traffic).start()
@@ -264,7 +251,7 @@ def case_fabric_memif(args):
                                           for p in range(planes)], traffic).start()
         # The fabric's telemetry: every plane carries frames both ways.
         t = Telemetry(telemetry_socket(f.prefix), ready='/softmrc/links')
-        poll('frames both ways on every plane', lambda: all(
+        wait_for('frames both ways on every plane', lambda: all(
             r['a_to_b_packets'] > 0 and r['b_to_a_packets'] > 0
             for r in t.query('/softmrc/links').values()), output=f.output())
         ports = t.query('/softmrc/fabric/ports')
@@ -493,7 +480,7 @@ def case_tap_plane_down(args):
             def verified():
                 return row(tb, '/softmrc/stats', 'b')['txgen_verified']
 
-            poll('b to verify messages', verified, output=both_output(a, b))
+            wait_for('b to verify messages', verified, output=both_output(a, b))
             net.link('a', net.tap('a', down), 'down')
             a.read_until(rf'a plane {down} down \(link down\)', timeout=15)
             # a's plane is out of use, and b's QPs took its EVs out of use
@@ -525,7 +512,7 @@ def case_tap_plane_down(args):
             poll_row('b to use the plane again', tb, '/softmrc/planes,b', f'b/{down}',
                      lambda r: r['evs_usable'] > 0)
             v2 = verified()
-            poll('messages after the plane came back', lambda: verified() > v2,
+            wait_for('messages after the plane came back', lambda: verified() > v2,
                  output=both_output(a, b))
             # The requester stops first and lets what it sent complete; by
             # then the responder has checked all of it.

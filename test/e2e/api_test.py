@@ -37,7 +37,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'dpdk'))
 from softmrcd_test import (Daemon, Failure, Telemetry, check, plane,  # noqa: E402
-                           telemetry_socket, test_main)
+                           telemetry_socket, test_main, wait_for)
 
 PLANES = 2
 LCORES = {'a': '0@1,1@0', 'b': '0@0,1@1'}
@@ -264,14 +264,6 @@ def ctl(args, me, *words, want=None):
     check(r.returncode == 1 and r.stderr.startswith(f'smrcctl: {want}: '),
           f'smrcctl {" ".join(words)}: exit {r.returncode} {r.stderr!r}, want {want}')
     return r.stderr
-
-
-def wait_for(what, fn, timeout=5):
-    deadline = time.monotonic() + timeout
-    while not (v := fn()):
-        check(time.monotonic() < deadline, f'timed out waiting for {what}')
-        time.sleep(0.1)
-    return v
 
 
 def init_errno(args, ev, cc):
