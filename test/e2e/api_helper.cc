@@ -548,6 +548,30 @@ int daemon_dies(const char* sock) {
   return failures ? 1 : 0;
 }
 
+// Prints the device's async events until `plane` has gone down and come
+// back up, as an operator's port changes reach applications.
+int port_events(const char* sock, uint32_t plane) {
+  smrc_context* ctx = smrc_open_device(sock);
+  if (ctx == nullptr) return 2;
+  std::printf("ready\n");
+  std::fflush(stdout);
+  bool down = false;
+  for (;;) {
+    smrc_async_event ev{};
+    if (const int e = smrc_get_async_event(ctx, &ev, 10'000); e != 0) {
+      std::printf("FAIL: get_async_event: %s\n", strerrorname_np(e));
+      return 1;
+    }
+    std::printf("event: %s plane %u\n",
+                smrc_event_type_str(static_cast<smrc_event_type>(ev.event_type)), ev.plane);
+    std::fflush(stdout);
+    if (ev.plane != plane) continue;
+    if (ev.event_type == SMRC_EVENT_PORT_ERR) down = true;
+    if (ev.event_type == SMRC_EVENT_PORT_ACTIVE && down) break;
+  }
+  return smrc_close_device(ctx);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -570,5 +594,7 @@ int main(int argc, char** argv) {
   }
   if (mode == "sink") return stream(argv[2], false);
   if (mode == "daemon_dies") return daemon_dies(argv[2]);
+  if (mode == "port_events" && argc == 4)
+    return port_events(argv[2], static_cast<uint32_t>(std::atoi(argv[3])));
   return 2;
 }

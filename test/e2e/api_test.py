@@ -9,6 +9,8 @@ programs written against libsoftmrc. One --case per test:
   forged_descriptors   a raw client writes bad descriptors and a garbage index
                        straight into its ring: error completions, a QP-fatal
                        event, the daemon keeps serving
+  port_events          smrcctl takes a plane down and up: the application gets
+                       PORT_ERR and PORT_ACTIVE for it
   app_killed           an application streaming Writes is SIGKILLed: its daemon
                        frees what it had and serves the example afterwards
   daemon_killed        the daemon is SIGKILLed under a blocked application:
@@ -374,6 +376,21 @@ def case_reports(args):
         rx.proc.kill()
         tx.proc.wait()
         rx.proc.wait()
+    with_pair(args, body)
+
+
+def case_port_events(args):
+    def body(a, b):
+        app = App([args.helper, 'port_events', sock(args, 'app-a'), '1'])
+        app.read_line(r'^ready$')
+        # An operator takes a plane down and up: the application hears both.
+        ctl(args, 'a', 'port', 'set', 'a', '1', 'down')
+        app.read_line(r'^event: port error plane 1$')
+        ctl(args, 'a', 'port', 'set', 'a', '1', 'up')
+        app.read_line(r'^event: port active plane 1$')
+        code, out = app.finish()
+        check(code == 0, f'port_events exit {code}: {out}')
+        print('ok: smrcctl port set down/up reached the application as PORT_ERR, PORT_ACTIVE')
     with_pair(args, body)
 
 
