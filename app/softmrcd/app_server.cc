@@ -3,6 +3,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <rte_memory.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -34,6 +36,7 @@ constexpr uint32_t kQpBudget = 32;     // descriptors per QP per pass
 constexpr uint32_t kPassBudget = 256;  // descriptors per pass, all QPs
 constexpr uint32_t kEventRing = 1024;
 constexpr int kMaxClients = 256;
+constexpr uint64_t kReapIntervalNs = 10'000'000;  // retired regions: checked every 10 ms
 
 WcStatus wc_status(engine::WcStatus s) {
   switch (s) {
@@ -312,9 +315,6 @@ struct AppServer::Client {
   Listener* l = nullptr;
   bool hello = false;
   uint32_t next_id = 1;
-  struct Region {
-    shm::Mapping mem;
-  };
   struct Cq {
     std::unique_ptr<AppCq> cq;
     shm::Mapping mem;
@@ -328,8 +328,7 @@ struct AppServer::Client {
     bool attached = false;  // to its profiles (ProfileResolver), from INIT until RESET
     uint8_t dgid[16] = {};
   };
-  std::map<uint32_t, Region> regions;  // by key
-  std::vector<shm::Mapping> retired;   // deregistered while a send may still read them
+  std::map<uint32_t, Memory> regions;  // by key
   std::map<uint32_t, Cq> cqs;          // by id
   std::map<uint32_t, int> channels;    // id -> eventfd
   std::map<uint32_t, Qp> qps;          // by QPN
@@ -397,7 +396,7 @@ void AppServer::add_fds(std::vector<pollfd>* fds) {
   for (auto& c : clients_) fds->push_back(pollfd{c->fd, POLLIN, 0});
 }
 
-void AppServer::step(const pollfd* ready, size_t count, uint64_t /*now_ns*/) {
+void AppServer::step(const pollfd* ready, size_t count, uint64_t now_ns) {
   // `ready` matches the fds of add_fds: listeners first, then clients.
   const size_t nl = listeners_.size();
   const size_t nc = std::min(clients_.size(), count - std::min(count, nl));
@@ -411,6 +410,70 @@ void AppServer::step(const pollfd* ready, size_t count, uint64_t /*now_ns*/) {
   for (size_t i = 0; i < nl && i < count; ++i)
     if (ready[i].revents & POLLIN) accept_on(listeners_[i]);
   for (Listener& l : listeners_) send_events(l);
+  if (!retired_.empty() && now_ns >= next_reap_ns_) {
+    next_reap_ns_ = now_ns + kReapIntervalNs;
+    for (Listener& l : listeners_) reap(l);
+  }
+}
+
+AppServer::Memory AppServer::share(const shm::Mapping& mem, rte_iova_t* iova) const {
+  Memory m{mem};
+  if (cfg_->tx_payload != TxPayload::kExtbuf) return m;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t pages = mem.bytes / page;
+  auto* base = static_cast<uint8_t*>(mem.addr);
+  std::vector<rte_iova_t> iovas(pages);
+  if (rte_eal_iova_mode() == RTE_IOVA_VA) {
+    for (size_t i = 0; i < pages; ++i) iovas[i] = reinterpret_cast<rte_iova_t>(base + i * page);
+  } else {
+    // Physical addresses: known (and kept) only for pages locked in memory.
+    if (::mlock(base, mem.bytes) != 0) return m;
+    for (size_t i = 0; i < pages; ++i) {
+      iovas[i] = rte_mem_virt2phy(base + i * page);
+      if (iovas[i] == RTE_BAD_IOVA || iovas[i] != iovas[0] + i * page) return m;
+    }
+  }
+  // Fails when DPDK's memseg lists are all taken: the region is then copied.
+  if (pages == 0 ||
+      rte_extmem_register(base, mem.bytes, iovas.data(), static_cast<unsigned>(pages), page) != 0)
+    return m;
+  m.extmem = true;
+  *iova = iovas[0];
+  return m;
+}
+
+void AppServer::unshare(Memory* m) {
+  if (m->extmem) (void)rte_extmem_unregister(m->mem.addr, m->mem.bytes);
+  m->extmem = m->framed = false;
+  shm::unmap_shared(&m->mem);
+}
+
+void AppServer::reap(Listener& l) {
+  std::vector<uint8_t> idle(retired_.size(), 0);
+  bool any = false;
+  for (const Retired& r : retired_) any = any || r.l == &l;
+  if (!any) return;
+  l.task->call([&](EndpointTask& t, uint64_t) {
+    for (size_t i = 0; i < retired_.size(); ++i) {
+      const Retired& r = retired_[i];
+      if (r.l != &l) continue;
+      // A send its application queued holds a pointer into the mapping.
+      bool busy = false;
+      for (const auto& c : clients_)
+        if (c->owner == r.owner)
+          for (const auto& [qpn, q] : c->qps)
+            if (const engine::Qp* eq = t.engine().qp(qpn); eq && eq->send_queue_depth() > 0)
+              busy = true;
+      const auto* base = static_cast<const uint8_t*>(r.m.mem.addr);
+      idle[i] = !busy && (!r.m.framed || t.framer().release_retired(base));
+    }
+  });
+  size_t i = 0;
+  std::erase_if(retired_, [&](Retired& r) {
+    if (!idle[i++]) return false;
+    unshare(&r.m);
+    return true;
+  });
 }
 
 void AppServer::accept_on(Listener& l) {
@@ -573,6 +636,8 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
       const char* why = "ok";
       if (const int st = shm::map_shared(fd, r.length, &mem, &why); st != 0)
         return refuse(rep, st, why);
+      rte_iova_t iova = RTE_BAD_IOVA;
+      Memory m = share(mem, &iova);
       engine::Region region;
       region.va = r.addr;
       region.length = r.length;
@@ -584,13 +649,18 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
       task.call([&](EndpointTask& t, uint64_t) {
         if (!t.engine().register_region(region, &key).ok()) return;
         ok = stage.add_region(shm::RegionEntry{key, c.owner, r.addr, r.length});
-        if (!ok) (void)t.engine().deregister_region(key);
+        if (!ok) {
+          (void)t.engine().deregister_region(key);
+          return;
+        }
+        std::string unused;  // the mappings never overlap
+        m.framed = m.extmem && t.framer().add_extbuf_region(region.host, mem.bytes, iova, &unused);
       });
       if (!ok) {
-        shm::unmap_shared(&mem);
+        unshare(&m);
         return refuse(rep, ENOMEM, "the endpoint's region table is full (limits.max_regions)");
       }
-      c.regions[key].mem = mem;
+      c.regions[key] = m;
       rep->u.reg_mr_rep.key = key;
       return;
     }
@@ -598,20 +668,14 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
       const uint32_t key = req.u.key.id;
       auto it = c.regions.find(key);
       if (it == c.regions.end()) return refuse(rep, EINVAL, "no region of this application");
-      bool idle = true;
       task.call([&](EndpointTask& t, uint64_t) {
         stage.remove_region(key);
         (void)t.engine().deregister_region(key);
-        // A send queued from it holds a pointer into the mapping.
-        for (auto& [qpn, q] : c.qps)
-          if (const engine::Qp* eq = t.engine().qp(qpn); eq && eq->send_queue_depth() > 0)
-            idle = false;
+        t.framer().retire_extbuf_region(static_cast<const uint8_t*>(it->second.mem.addr));
       });
-      if (idle)
-        shm::unmap_shared(&it->second.mem);
-      else
-        c.retired.push_back(it->second.mem);  // unmapped when the application goes
+      retired_.push_back(Retired{&l, c.owner, it->second});
       c.regions.erase(it);
+      reap(l);
       return;
     }
     case MsgType::kCreateChannel: {
@@ -906,6 +970,7 @@ void AppServer::drop(Client& c) {
     for (auto& [key, r] : c.regions) {
       stage.remove_region(key);
       (void)t.engine().deregister_region(key);
+      t.framer().retire_extbuf_region(static_cast<const uint8_t*>(r.mem.addr));
     }
   });
   for (auto& [qpn, q] : c.qps) profiles_->detach_qp(c.l->endpoint, qpn);
@@ -914,11 +979,12 @@ void AppServer::drop(Client& c) {
   std::fflush(stdout);
   for (auto& [qpn, q] : c.qps) shm::unmap_shared(&q.mem);
   for (auto& [id, cq] : c.cqs) shm::unmap_shared(&cq.mem);
-  for (auto& [key, r] : c.regions) shm::unmap_shared(&r.mem);
-  for (shm::Mapping& m : c.retired) shm::unmap_shared(&m);
+  for (auto& [key, r] : c.regions) retired_.push_back(Retired{c.l, c.owner, r});
   for (auto& [id, efd] : c.channels) ::close(efd);
   ::close(c.fd);
+  Listener& l = *c.l;
   std::erase_if(clients_, [&](const std::unique_ptr<Client>& p) { return p.get() == &c; });
+  reap(l);
 }
 
 // The lcores have stopped: nothing is placed any more.
@@ -926,12 +992,15 @@ void AppServer::close() {
   for (auto& c : clients_) {
     for (auto& [qpn, q] : c->qps) shm::unmap_shared(&q.mem);
     for (auto& [id, cq] : c->cqs) shm::unmap_shared(&cq.mem);
-    for (auto& [key, r] : c->regions) shm::unmap_shared(&r.mem);
-    for (shm::Mapping& m : c->retired) shm::unmap_shared(&m);
+    for (auto& [key, r] : c->regions) unshare(&r);
     for (auto& [id, efd] : c->channels) ::close(efd);
     ::close(c->fd);
   }
   clients_.clear();
+  // The mbufs still pointing into retired regions are freed without their
+  // payload being read (the ports no longer send).
+  for (Retired& r : retired_) unshare(&r.m);
+  retired_.clear();
   for (Listener& l : listeners_) {
     if (l.task) l.task->set_app_stage(nullptr);
     ::close(l.fd);

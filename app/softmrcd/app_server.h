@@ -16,7 +16,16 @@
 //
 // An application that goes away (its socket closes) has its QPs destroyed,
 // then its regions deregistered, all inside one call on the lcore: no packet
-// is placed into its memory after that, so it is then unmapped.
+// is placed into its memory after that.
+//
+// With tx_payload: extbuf, each application region is also an extbuf region
+// of the framer (its payload is sent in place) if DPDK knows its IOVA: it is
+// registered with rte_extmem_register, with the pages' virtual addresses in
+// IOVA-VA mode; in IOVA-PA mode it is locked in memory and sent in place only
+// if its pages are physically contiguous, by copy otherwise. A region freed
+// (or whose application went) is retired: deregistered and retired in the
+// framer, and unmapped once no send queued by its application may read it
+// and no mbuf in flight points into it (checked again every few ms).
 //
 // Profiles: a QP's EV and CC profile ids are resolved at RESET -> INIT by
 // the daemon's ProfileResolver (the controller's profiles), which keeps the
@@ -27,6 +36,7 @@
 #pragma once
 
 #include <poll.h>
+#include <rte_memory.h>
 
 #include <cstdint>
 #include <map>
@@ -179,12 +189,29 @@ class AppServer : public ControlService {
   void handle(Client& c, const shm::Msg& req, int fd, shm::Msg* rep);
   void drop(Client& c);
   void send_events(Listener& l);
+  // A region's memory, shared by its application.
+  struct Memory {
+    shm::Mapping mem;
+    bool extmem = false;  // registered with rte_extmem_register
+    bool framed = false;  // an extbuf region of the framer
+  };
+  Memory share(const shm::Mapping& mem, rte_iova_t* iova) const;
+  static void unshare(Memory* m);
+  // Unmaps the retired regions of l's applications that nothing reads any more.
+  void reap(Listener& l);
 
   const Config* cfg_ = nullptr;
   ProfileResolver* profiles_ = nullptr;
   std::vector<Listener> listeners_;
   std::vector<std::unique_ptr<Client>> clients_;
   uint32_t next_owner_ = 1;
+  struct Retired {
+    Listener* l = nullptr;
+    uint32_t owner = 0;
+    Memory m;
+  };
+  std::vector<Retired> retired_;
+  uint64_t next_reap_ns_ = 0;
 };
 
 }  // namespace softmrc::softmrcd

@@ -153,7 +153,7 @@ bool EndpointTask::alloc_region(size_t bytes, uint64_t va, uint8_t** buf, uint32
     *err = "register_region on '" + name_ + "': " + st.reason() + " (raise limits.max_regions)";
     return false;
   }
-  return framer_.add_extbuf_region(*buf, bytes, err);
+  return framer_.add_extbuf_region(*buf, bytes, RTE_BAD_IOVA, err);
 }
 
 bool EndpointTask::add_receiver(const Txgen::ReceiverSetup& r, std::string* err) {

@@ -16,8 +16,9 @@ bool names_path(const wire::WireEv& ev) {
   return false;
 }
 
-// Registered memory outlives every mbuf that points into it; the daemon
-// holds one reference per region, so this is never called.
+// The daemon holds one reference per region (dropped by no one: a retired
+// region is forgotten once the count is back to it), so this is never
+// called; memory is unmapped only after release_retired().
 void keep_region(void*, void*) {}
 
 }  // namespace
@@ -69,23 +70,36 @@ bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacA
   return true;
 }
 
-bool Framer::add_extbuf_region(const uint8_t* base, size_t len, std::string* err) {
+bool Framer::add_extbuf_region(const uint8_t* base, size_t len, rte_iova_t iova, std::string* err) {
   if (!extbuf_) return true;
-  auto shinfo = std::make_unique<rte_mbuf_ext_shared_info>();
-  shinfo->free_cb = keep_region;
-  shinfo->fcb_opaque = nullptr;
-  rte_mbuf_ext_refcnt_set(shinfo.get(), 1);  // the daemon's own reference
-  const ExtRegion r{base, base + len, shinfo.get()};
-  for (const ExtRegion& o : regions_)
-    if (r.base < o.end && o.base < r.end) {
-      *err = "extbuf regions overlap";
-      return false;
-    }
-  regions_.insert(
-      std::upper_bound(regions_.begin(), regions_.end(), r,
-                       [](const ExtRegion& a, const ExtRegion& b) { return a.base < b.base; }),
-      r);
-  shinfos_.push_back(std::move(shinfo));
+  ExtRegion r{base, base + len, iova, std::make_unique<rte_mbuf_ext_shared_info>()};
+  r.shinfo->free_cb = keep_region;
+  r.shinfo->fcb_opaque = nullptr;
+  rte_mbuf_ext_refcnt_set(r.shinfo.get(), 1);  // the daemon's own reference
+  auto at = std::upper_bound(regions_.begin(), regions_.end(), base,
+                             [](const uint8_t* q, const ExtRegion& o) { return q < o.base; });
+  if ((at != regions_.end() && at->base < r.end) || (at != regions_.begin() && base < at[-1].end)) {
+    *err = "extbuf regions overlap";
+    return false;
+  }
+  regions_.insert(at, std::move(r));
+  return true;
+}
+
+void Framer::retire_extbuf_region(const uint8_t* base) {
+  auto it = std::find_if(regions_.begin(), regions_.end(),
+                         [&](const ExtRegion& r) { return r.base == base; });
+  if (it == regions_.end()) return;
+  retired_.push_back(std::move(*it));
+  regions_.erase(it);
+}
+
+bool Framer::release_retired(const uint8_t* base) {
+  auto it = std::find_if(retired_.begin(), retired_.end(),
+                         [&](const ExtRegion& r) { return r.base == base; });
+  if (it == retired_.end()) return true;
+  if (rte_mbuf_ext_refcnt_read(it->shinfo.get()) > 1) return false;
+  retired_.erase(it);
   return true;
 }
 
@@ -134,9 +148,8 @@ void Framer::frame(const engine::TxPacket* tx, size_t n, rte_mbuf** out, bool* e
       }
       // A QP's packet names its EV; a connectionless one may (a controller's
       // EV probe) or not (all zero: the plane's default path).
-      const wire::WireEv& ev = p.ev != engine::kNoEv || names_path(*p.wire_ev)
-                                   ? *p.wire_ev
-                                   : default_ev_[p.plane];
+      const wire::WireEv& ev =
+          p.ev != engine::kNoEv || names_path(*p.wire_ev) ? *p.wire_ev : default_ev_[p.plane];
       const wire::TxMarking mark = p.is_data ? wire::TxMarking{dscp.trimmable, wire::kEcnEct0}
                                              : wire::TxMarking{dscp.control, wire::kEcnNotEct};
       if (extbuf_ && p.payload_len > 0) {
@@ -223,9 +236,11 @@ rte_mbuf* Framer::frame_extbuf(const wire::FrameSpec& f, const wire::WireEv& ev,
   rte_mbuf* body = seg[1];
   uint8_t* payload = const_cast<uint8_t*>(p.payload);  // DPDK's type; nothing writes through it
   const rte_iova_t iova = rte_eal_iova_mode() == RTE_IOVA_VA ? reinterpret_cast<rte_iova_t>(payload)
+                          : r.iova != RTE_BAD_IOVA           ? r.iova + (p.payload - r.base)
                                                              : rte_mem_virt2iova(payload);
-  rte_mbuf_ext_refcnt_update(r.shinfo, 1);
-  rte_pktmbuf_attach_extbuf(body, payload, iova, static_cast<uint16_t>(p.payload_len), r.shinfo);
+  rte_mbuf_ext_refcnt_update(r.shinfo.get(), 1);
+  rte_pktmbuf_attach_extbuf(body, payload, iova, static_cast<uint16_t>(p.payload_len),
+                            r.shinfo.get());
   body->data_len = static_cast<uint16_t>(p.payload_len);
 
   rte_mbuf* tail = seg[2];  // frame() writes the ICRC

@@ -6,13 +6,17 @@
 // Payload: copied into the frame's mbuf (tx_payload: copy), or sent in
 // place from registered memory (tx_payload: extbuf) as a chain of the
 // headers, an external-buffer mbuf over the payload and the ICRC. A
-// payload outside every extbuf region is copied.
+// payload outside every extbuf region is copied. Each region has its own
+// rte_mbuf_ext_shared_info whose refcount is 1 (the daemon's) plus the
+// mbufs in flight over it; a retired region takes no new attachments and
+// its shinfo lives on until that count is back to 1, so memory that may be
+// unmapped (an application's) is released only once no mbuf points at it.
 //
 // Frame mbufs come from the pool a burst at a time (a stash refilled by
 // rte_pktmbuf_alloc_bulk), not one call per packet.
 //
-// Owned by the endpoint's lcore, except add_extbuf_region() (setup) and
-// close() (after the lcore stopped).
+// Owned by the endpoint's lcore (the extbuf regions too: at setup, then
+// inside EndpointTask::call()), except close() (after the lcore stopped).
 #pragma once
 
 #include <rte_mbuf.h>
@@ -36,8 +40,15 @@ class Framer {
   // gives the MAC of each of self's planes (its config, or its port's).
   bool init(const Config& cfg, uint32_t self, const std::vector<wire::MacAddr>& macs,
             rte_mempool* pool, rte_mempool* attach_pool, std::string* err);
-  // Memory whose payload may be sent in place (extbuf mode only).
-  bool add_extbuf_region(const uint8_t* base, size_t len, std::string* err);
+  // Memory whose payload may be sent in place (extbuf mode only). `iova`
+  // is base's IOVA if the region is IOVA-contiguous, RTE_BAD_IOVA for
+  // DPDK's own memory (translated per packet); unused in IOVA-VA mode.
+  bool add_extbuf_region(const uint8_t* base, size_t len, rte_iova_t iova, std::string* err);
+  // No new packet is sent in place from the region at `base` (if any).
+  void retire_extbuf_region(const uint8_t* base);
+  // Whether no mbuf points into retired memory at `base` any more (true
+  // if there is none); once true, the region is forgotten.
+  bool release_retired(const uint8_t* base);
   // Returns the stashed mbufs to their pool.
   void close();
 
@@ -59,7 +70,8 @@ class Framer {
   struct ExtRegion {
     const uint8_t* base;
     const uint8_t* end;
-    rte_mbuf_ext_shared_info* shinfo;
+    rte_iova_t iova;
+    std::unique_ptr<rte_mbuf_ext_shared_info> shinfo;
   };
 
   static constexpr uint16_t kBurst = 32;  // frames a pass, mbufs a bulk allocation
@@ -88,7 +100,7 @@ class Framer {
   rte_mempool* attach_pool_ = nullptr;
   bool extbuf_ = false;
   std::vector<ExtRegion> regions_;  // sorted by base
-  std::vector<std::unique_ptr<rte_mbuf_ext_shared_info>> shinfos_;
+  std::vector<ExtRegion> retired_;  // mbufs may still point into them
 };
 
 }  // namespace softmrc::softmrcd

@@ -9,6 +9,10 @@ and a client on daemon b. One --case per test:
   lat        write_lat: round-trip percentiles in order, every size checked
   errors     bad arguments (exit 2), no daemon, a server of the other test
              (exit 1), each with its message
+  extbuf     daemons with tx_payload: extbuf: write_bw verified, most of the
+             sender's packets sent in place from the application's memory;
+             a client SIGKILLed mid-stream (its regions retired while mbufs
+             may point into them): both daemons go on serving write_bw
 
 Every run sleeps on a completion channel (-e): four busy pollers on two
 CPUs would measure the scheduler, not smrc-perf. Exit 0 on success, 1 with
@@ -33,7 +37,7 @@ QP = {'timeout': 14}
 def perf(args, test, daemon, *opts, server=False):
     # A TCP port of its own per case, so that a lingering server of another
     # case cannot answer.
-    port = 18515 + ['bw_sizes', 'bw_64_qps', 'lat', 'errors'].index(args.case)
+    port = 18515 + ['bw_sizes', 'bw_64_qps', 'lat', 'errors', 'extbuf'].index(args.case)
     cmd = [args.smrc_perf, test, '-d', sock(args, f'app-{daemon}'), '--no-progress', '-e',
            '-p', str(port)] + list(opts)
     return cmd if server else cmd + ['::1']
@@ -164,10 +168,44 @@ def case_errors(args):
     with_daemons(args, body)
 
 
-def with_daemons(args, body):
+def case_extbuf(args):
+    def body(a, b):
+        bw = ('write_bw', '-m', '4096', '-s', '65536', '-f', '16', '-n', '100', '-w', '1',
+              '--json')
+        client, _ = run_pair(args, *bw)
+        check(all(json.loads(l)['verified'] for l in client.splitlines()), client)
+        # A client killed mid-stream: its regions are freed with packets in flight.
+        server = subprocess.Popen(perf(args, 'write_bw', 'a', server=True),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            client = subprocess.Popen(perf(args, 'write_bw', 'b', '-m', '65536', '-s', '65536',
+                                           '-n', '1000000', '-w', '1'),
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1.5)
+            check(client.poll() is None, f'the streaming client ended: {client.returncode}')
+            client.kill()
+            client.wait()
+            b.read_until(r'application \d+ went away', timeout=10)
+        finally:
+            server.kill()
+            server.wait()
+        a.read_until(r'application \d+ went away', timeout=10)
+        client, _ = run_pair(args, *bw)
+        check(all(json.loads(l)['verified'] for l in client.splitlines()), client)
+        stop(a, b)
+        check(a.proc.returncode == 0 and b.proc.returncode == 0,
+              f'daemons exited {a.proc.returncode}, {b.proc.returncode}')
+        m = b.read_until(r'b: sent (\d+) packets \((\d+) with the payload sent in place\)')
+        sent, in_place = int(m.group(1)), int(m.group(2))
+        check(in_place > sent // 2, f'{in_place} of {sent} packets sent in place')
+        print(f'b sent {in_place} of {sent} packets in place')
+    with_daemons(args, body, {'tx_payload': 'extbuf'})
+
+
+def with_daemons(args, body, extra=None):
     a = b = None
     try:
-        a, b = start_pair(args, QP)
+        a, b = start_pair(args, QP, extra)
         body(a, b)
     except Failure as e:
         stop(a, b)
