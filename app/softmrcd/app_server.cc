@@ -3,6 +3,9 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_ethdev.h>
 #include <rte_memory.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -380,6 +383,13 @@ bool AppServer::setup(const Config& cfg,
     l.path = spec.app_socket;
     l.task = t.get();
     l.endpoint = t->index();
+    for (uint32_t p = 0; p < t->num_planes(); ++p) {
+      rte_eth_dev_info info{};
+      const rte_bus* bus = rte_eth_dev_info_get(t->port(p).port_id(), &info) == 0
+                               ? rte_dev_bus(info.device)
+                               : nullptr;
+      l.vdev_ports = l.vdev_ports && bus != nullptr && std::strcmp(rte_bus_name(bus), "vdev") == 0;
+    }
     l.stage = std::make_unique<AppStage>();
     l.stage->init(cfg.limits.max_qps, cfg.limits.max_regions);
     t->set_app_stage(l.stage.get());
@@ -416,9 +426,12 @@ void AppServer::step(const pollfd* ready, size_t count, uint64_t now_ns) {
   }
 }
 
-AppServer::Memory AppServer::share(const shm::Mapping& mem, rte_iova_t* iova) const {
+AppServer::Memory AppServer::share(const shm::Mapping& mem, bool vdev_ports,
+                                   rte_iova_t* iova) const {
   Memory m{mem};
-  if (cfg_->tx_payload != TxPayload::kExtbuf) return m;
+  // A NIC would also need the memory DMA-mapped for it (rte_dev_dma_map),
+  // which softmrcd does not do yet: on such ports it is copied.
+  if (cfg_->tx_payload != TxPayload::kExtbuf || !vdev_ports) return m;
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   const size_t pages = mem.bytes / page;
   auto* base = static_cast<uint8_t*>(mem.addr);
@@ -637,7 +650,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
       if (const int st = shm::map_shared(fd, r.length, &mem, &why); st != 0)
         return refuse(rep, st, why);
       rte_iova_t iova = RTE_BAD_IOVA;
-      Memory m = share(mem, &iova);
+      Memory m = share(mem, l.vdev_ports, &iova);
       engine::Region region;
       region.va = r.addr;
       region.length = r.length;

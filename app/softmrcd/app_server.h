@@ -180,6 +180,9 @@ class AppServer : public ControlService {
     std::string path;
     EndpointTask* task = nullptr;
     uint32_t endpoint = 0;
+    // Every port is a vdev, which reads the payload with the CPU: sending
+    // application memory in place needs no DMA mapping of it.
+    bool vdev_ports = true;
     std::unique_ptr<AppStage> stage;
   };
 
@@ -195,7 +198,7 @@ class AppServer : public ControlService {
     bool extmem = false;  // registered with rte_extmem_register
     bool framed = false;  // an extbuf region of the framer
   };
-  Memory share(const shm::Mapping& mem, rte_iova_t* iova) const;
+  Memory share(const shm::Mapping& mem, bool vdev_ports, rte_iova_t* iova) const;
   static void unshare(Memory* m);
   // Unmaps the retired regions of l's applications that nothing reads any more.
   void reap(Listener& l);
