@@ -25,8 +25,11 @@ The pair is test/e2e's: a is every plane's memif server and runs --lcores
 CPUs the applications take their CPU time from those lcores: smrc-perf
 sleeps on a completion channel (-e), and the script samples the CPU time
 of each daemon's lcore thread and of the applications over the measured
-interval and prints the shares. The ratios are not normalised by them: the
-CPU the applications take is part of what the API costs here.
+interval and prints the shares. The ratio is of the goodputs as measured:
+the CPU the applications take is part of what the API costs here. A second
+ratio divides each goodput by the mean share its two lcores got (per
+lcore-second, as bench/linerate.py does), which takes out what other
+programs on the machine took, and also what the applications took.
 
 --runs N repeats everything N times and prints the median of each cell (a
 ratio is the median of the runs' ratios).
@@ -68,6 +71,7 @@ def config(args, me, traffic):
     return {
         'path_mtu': PATH_MTU,
         'stats': {'snapshot_ms': 20, 'log_interval_ms': 0},
+        'cc_profiles': {'default': {'algorithm': args.cc}},
         'endpoints': [{'name': me, 'app_socket': path(args, f'app-{me}'),
                        'planes': [dict(port=ports[p], **plane(me, p)) for p in range(PLANES)]}],
         'peers': [{'name': other, 'planes': [plane(other, p) for p in range(PLANES)]}],
@@ -255,7 +259,12 @@ def txgen_goodput(args, size):
     if s1['txgen_errors'] or s1['txgen_mismatches'] or s1['at_ns'] <= s0['at_ns']:
         raise Failure(f'txgen: {s0} -> {s1}' + outputs(a, b))
     done = (s1['txgen_completed'] - s0['txgen_completed']) * size
-    return done * 8 / (s1['at_ns'] - s0['at_ns']), sampler.shares(t0, t1)
+    return done * 8 / (s1['at_ns'] - s0['at_ns']), sampler.shares(t0, t1), retx(s1)
+
+
+def retx(stats):
+    """Retransmitted packets per sent packet of endpoint b so far."""
+    return stats['retransmits'] / max(1, stats['tx_packets'])
 
 
 def perf_goodput(args, size, txgen_gbps):
@@ -266,8 +275,10 @@ def perf_goodput(args, size, txgen_gbps):
             str(args.window), '-q', str(args.qps), '-c', str(args.signal_every)]
     a, b = start_pair(args, [])
     try:
+        t = Telemetry(telemetry_socket(b.prefix))
         sampler = CpuSampler(a, b)
         (line,), ended = run_perf(args, 'write_bw', opts, a, b, sampler)
+        resent = retx(t.query('/softmrc/stats')['b'])
     finally:
         stop(a, b)
     if not line['verified']:
@@ -275,7 +286,7 @@ def perf_goodput(args, size, txgen_gbps):
     # The timed part ends with the last completion, just before the client
     # exits; the margins keep setup and the final handshake out.
     s = line['seconds']
-    return line['bw_gbps'], sampler.shares(ended - 0.95 * s, ended - 0.05 * s)
+    return line['bw_gbps'], sampler.shares(ended - 0.95 * s, ended - 0.05 * s), resent
 
 
 def write_lat(args):
@@ -345,9 +356,13 @@ def raw_rtts(args):
 def measure(args):
     rows = []
     for size in args.sizes:
-        tx_gbps, tx_cpu = txgen_goodput(args, size)
-        perf_gbps, perf_cpu = perf_goodput(args, size, tx_gbps)
-        rows.append((size, perf_gbps, perf_cpu, tx_gbps, tx_cpu, perf_gbps / tx_gbps))
+        tx_gbps, tx_cpu, tx_retx = txgen_goodput(args, size)
+        perf_gbps, perf_cpu, perf_retx = perf_goodput(args, size, tx_gbps)
+        # Per lcore-second: each goodput over the mean share its two lcores got.
+        norm = (perf_gbps / ((perf_cpu[0] + perf_cpu[1]) / 2)) / (tx_gbps /
+                                                                  ((tx_cpu[0] + tx_cpu[1]) / 2))
+        rows.append((size, perf_gbps, perf_cpu, tx_gbps, tx_cpu, perf_gbps / tx_gbps, norm,
+                     perf_retx, tx_retx))
     lat = write_lat(args)
     raw = raw_rtts(args)
     return rows, [(s, lat[s], raw[s], lat[s][0] / raw[s][0]) for s in LAT_SIZES]
@@ -367,6 +382,8 @@ def main():
     p.add_argument('--sizes', default='4096,65536,1048576', help='write_bw message sizes')
     p.add_argument('--window', type=int, default=16, help='Writes outstanding per QP')
     p.add_argument('--qps', type=int, default=1)
+    p.add_argument('--cc', choices=('none', 'nscc'), default='none',
+                   help="both daemons' CC algorithm (default: none, see the docstring)")
     p.add_argument('--signal-every', type=int, default=1,
                    help="smrc-perf -c (1: a completion per Write, as txgen takes)")
     p.add_argument('--seconds', type=float, default=2, help='measured interval per size')
@@ -388,15 +405,20 @@ def main():
     def med(cells, get):
         return statistics.median(get(c) for c in cells)
 
-    print(f'write_bw b -> a, {args.qps} QP(s), window {args.window}, '
-          f'smrc-perf -e -c {args.signal_every}; CPU: a lcore / b lcore / applications\n')
-    print('| size B | smrc-perf Gb/s | CPU | txgen Gb/s | CPU | smrc-perf / txgen |')
-    print('|---|---|---|---|---|---|')
+    print(f'write_bw b -> a, {args.qps} QP(s), window {args.window}, CC {args.cc}, '
+          f'smrc-perf -e -c {args.signal_every}; CPU: a lcore / b lcore / applications; '
+          'retx: packets b resent per packet it sent\n')
+    print('| size B | smrc-perf Gb/s | CPU | retx | txgen Gb/s | CPU | retx | smrc-perf / txgen | '
+          'per lcore-second |')
+    print('|---|---|---|---|---|---|---|---|---|')
     for cells in zip(*(r[0] for r in runs)):
         cpu = [' / '.join(pct(med(cells, lambda c, i=i, k=k: c[k][i])) for i in range(3))
                for k in (2, 4)]
         print(f'| {cells[0][0]} | {med(cells, lambda c: c[1]):.2f} | {cpu[0]} | '
-              f'{med(cells, lambda c: c[3]):.2f} | {cpu[1]} | {pct(med(cells, lambda c: c[5]))} |')
+              f'{med(cells, lambda c: c[7]) * 100:.2f}% | {med(cells, lambda c: c[3]):.2f} | '
+              f'{cpu[1]} | {med(cells, lambda c: c[8]) * 100:.2f}% | '
+              f'{pct(med(cells, lambda c: c[5]))} | '
+              f'{pct(med(cells, lambda c: c[6]))} |')
     print('\nround trips in us: smrc-perf write_lat -e against memif_ping via testpmd io\n')
     print('| size B | frames x B | write_lat p50 | p99 | raw p50 | p99 | p50 ratio |')
     print('|---|---|---|---|---|---|---|')

@@ -220,13 +220,20 @@ bool setup_port(rte_mempool* pool, uint32_t timeout_ms, std::string* err) {
   rte_eth_conf conf{};
   if (rte_eth_dev_configure(kPort, 1, 1, &conf) != 0 ||
       rte_eth_rx_queue_setup(kPort, 0, 1024, rte_socket_id(), nullptr, pool) != 0 ||
-      rte_eth_tx_queue_setup(kPort, 0, 1024, rte_socket_id(), nullptr) != 0 ||
-      rte_eth_dev_start(kPort) != 0) {
+      rte_eth_tx_queue_setup(kPort, 0, 1024, rte_socket_id(), nullptr) != 0) {
     *err = "cannot set up port 0";
     return false;
   }
-  // A memif client's link is up once its server accepted it.
+  // A memif client connects when it starts, and fails while its server
+  // does not listen yet; its link is up once the server accepted it.
   const uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() / 1000 * timeout_ms * 5;
+  while (rte_eth_dev_start(kPort) != 0) {
+    if (rte_get_timer_cycles() > deadline) {
+      *err = "cannot start port 0";
+      return false;
+    }
+    rte_delay_ms(10);
+  }
   rte_eth_link link{};
   while (rte_eth_link_get_nowait(kPort, &link) == 0 && link.link_status != RTE_ETH_LINK_UP) {
     if (rte_get_timer_cycles() > deadline) {
