@@ -38,6 +38,7 @@ Usage: bench/api.py [--build build] [--runs 1] [--sizes 4096,65536,1048576]
 """
 
 import argparse
+import contextlib
 import json
 import os
 import select
@@ -83,8 +84,11 @@ def path(args, name):
     return os.path.join(args.workdir, name + '.sock')
 
 
-def start_pair(args, traffic):
-    """Daemons a (memif server) and b, after a's sockets exist."""
+@contextlib.contextmanager
+def daemons(args, traffic):
+    """Daemons a (every plane's memif server) and b, started in that order;
+    without traffic, once every plane of both is in use. Stopped at the end;
+    a Failure meanwhile gets both daemons' whole output."""
     for p in range(PLANES):
         if os.path.exists(path(args, f'memif-p{p}')):
             os.unlink(path(args, f'memif-p{p}'))
@@ -99,22 +103,31 @@ def start_pair(args, traffic):
             if me == 'a':
                 wait_for(lambda: all(os.path.exists(path(args, f'memif-p{p}'))
                                      for p in range(PLANES)), 'memif server sockets', d)
-        return pair
-    except BaseException:
+        if not traffic:
+            # An application's first Writes would otherwise meet planes
+            # still down (txgen waits for a probe answer instead).
+            for d, me in zip(pair, 'ab'):
+                t = Telemetry(telemetry_socket(d.prefix))
+                wait_for(lambda: all(r['in_use'] == 1
+                                     for r in t.query(f'/softmrc/planes,{me}').values()),
+                         f'planes of {me} in use')
+        yield pair
+    except Failure as e:
         stop(*pair)
-        raise
+        raise Failure(str(e) + outputs(*pair)) from None
+    finally:
+        stop(*pair)
 
 
-def stop(*procs):
-    for d in procs:
+def stop(*pair):
+    for d in pair:
         if d.proc.poll() is None:
             d.proc.send_signal(signal.SIGTERM)
-    for d in procs:
+    for d in pair:
         try:
-            d.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            d.proc.kill()
-            d.proc.wait()
+            d.wait(10)  # reads the rest of its output
+        except Failure:
+            pass  # killed
 
 
 def wait_for(cond, what, daemon=None, timeout=10):
@@ -187,7 +200,7 @@ def smrc_perf(args, test, daemon, port, opts, server):
     return cmd if server else cmd + opts + ['::1']
 
 
-def run_perf(args, test, opts, a, b, sampler=None):
+def run_perf(args, test, opts, sampler=None):
     """smrc-perf server on a, client on b; the client's JSON lines and the
     monotonic time the client exited."""
     port = free_port()
@@ -219,7 +232,7 @@ def run_perf(args, test, opts, a, b, sampler=None):
         text_c, text_s = out_c.read(), out_s.read()
     if client.returncode != 0 or server.returncode != 0:
         raise Failure(f'smrc-perf {test}: client exit {client.returncode}: {text_c}\n'
-                      f'server exit {server.returncode}: {text_s}' + outputs(a, b))
+                      f'server exit {server.returncode}: {text_s}')
     return [json.loads(l) for l in text_c.splitlines() if l.startswith('{')], ended
 
 
@@ -232,8 +245,7 @@ def txgen_goodput(args, size):
     warm, seconds = 0.5, args.seconds
     traffic = [{'from': 'b', 'to': 'a', 'qps': args.qps, 'op': 'write', 'size': size,
                 'window': args.window, 'duration_ms': int((warm + seconds + 0.5) * 1000)}]
-    a, b = start_pair(args, traffic)
-    try:
+    with daemons(args, traffic) as (a, b):
         t = Telemetry(telemetry_socket(b.prefix))
         sampler = CpuSampler(a, b)
 
@@ -253,11 +265,9 @@ def txgen_goodput(args, size):
         s1, t1 = stats(), time.monotonic()
         for d in (a, b):
             if d.wait(30) != 0 or 'softmrcd: PASS' not in d.output():
-                raise Failure('the txgen run failed' + outputs(a, b))
-    finally:
-        stop(a, b)
+                raise Failure('the txgen run failed')
     if s1['txgen_errors'] or s1['txgen_mismatches'] or s1['at_ns'] <= s0['at_ns']:
-        raise Failure(f'txgen: {s0} -> {s1}' + outputs(a, b))
+        raise Failure(f'txgen: {s0} -> {s1}')
     done = (s1['txgen_completed'] - s0['txgen_completed']) * size
     return done * 8 / (s1['at_ns'] - s0['at_ns']), sampler.shares(t0, t1), retx(s1)
 
@@ -273,14 +283,11 @@ def perf_goodput(args, size, txgen_gbps):
     iters = max(200, int(txgen_gbps * 1e9 / 8 * args.seconds / size / args.qps))
     opts = ['-m', str(size), '-s', str(size), '-n', str(iters), '-w', '20', '-t',
             str(args.window), '-q', str(args.qps), '-c', str(args.signal_every)]
-    a, b = start_pair(args, [])
-    try:
+    with daemons(args, []) as (a, b):
         t = Telemetry(telemetry_socket(b.prefix))
         sampler = CpuSampler(a, b)
-        (line,), ended = run_perf(args, 'write_bw', opts, a, b, sampler)
+        (line,), ended = run_perf(args, 'write_bw', opts, sampler)
         resent = retx(t.query('/softmrc/stats')['b'])
-    finally:
-        stop(a, b)
     if not line['verified']:
         raise Failure(f'smrc-perf: {line}')
     # The timed part ends with the last completion, just before the client
@@ -293,11 +300,8 @@ def write_lat(args):
     """{size: (p50, p99)} of smrc-perf write_lat, in us."""
     opts = ['-m', str(LAT_SIZES[0]), '-s', str(LAT_SIZES[-1]), '-f', '8', '-n',
             str(args.lat_iters), '-w', '200']
-    a, b = start_pair(args, [])
-    try:
-        lines, _ = run_perf(args, 'write_lat', opts, a, b)
-    finally:
-        stop(a, b)
+    with daemons(args, []) as _:
+        lines, _ = run_perf(args, 'write_lat', opts)
     return {l['msg_size']: (l['rtt_us']['p50'], l['rtt_us']['p99']) for l in lines}
 
 
