@@ -41,7 +41,6 @@ import argparse
 import contextlib
 import json
 import os
-import select
 import signal
 import socket
 import statistics
@@ -311,31 +310,27 @@ def frames(size):
     return n, min(size, PATH_MTU) + WIMM_OVERHEAD
 
 
-def raw_rtts(args):
-    """{size: (p50, p99)} of memif_ping through dpdk-testpmd, in us."""
+def raw_rtt(args, size):
+    """(p50, p99) in us of memif_ping through a dpdk-testpmd of its own."""
     sock = path(args, 'memif-ping')
     if os.path.exists(sock):
         os.unlink(sock)
     eal = ['--no-huge', '-m', '256', '--no-pci', '--log-level', 'lib.eal:warning']
-    testpmd = subprocess.Popen(
-        ['stdbuf', '-oL', 'dpdk-testpmd', '--lcores', LCORES['a']] + eal + [
-            '--file-prefix', 'smrcd-bench-api-testpmd', '--vdev',
-            f'net_memif0,role=server,id=0,socket={sock},socket-abstract=no', '--',
-            '--forward-mode=io', '--port-topology=loop', '--disable-link-check',
-            '--total-num-mbufs', '8192'],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        # Its memif takes a client once the port started: wait for the line
-        # after that (stdbuf: testpmd's stdout is a pipe, not a terminal).
-        seen = ''
-        deadline = time.monotonic() + 20
-        while 'Press enter to exit' not in seen:
-            if testpmd.poll() is not None or time.monotonic() > deadline:
-                raise Failure('dpdk-testpmd did not start forwarding:\n' + seen)
-            if select.select([testpmd.stdout], [], [], 0.1)[0]:
-                seen += os.read(testpmd.stdout.fileno(), 65536).decode(errors='replace')
-        out = {}
-        for size in LAT_SIZES:
+    # stdbuf: testpmd's output goes to a file, which it would buffer.
+    with tempfile.TemporaryFile('w+') as log:
+        testpmd = subprocess.Popen(
+            ['stdbuf', '-oL', 'dpdk-testpmd', '--lcores', LCORES['a']] + eal + [
+                '--file-prefix', 'smrcd-bench-api-testpmd', '--vdev',
+                f'net_memif0,role=server,id=0,socket={sock},socket-abstract=no', '--',
+                '--forward-mode=io', '--port-topology=loop', '--disable-link-check',
+                '--total-num-mbufs', '8192'],
+            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, text=True)
+        try:
+            # Its memif takes a client once its port started: the line after.
+            def started():
+                log.seek(0)
+                return 'Press enter to exit' in log.read() or testpmd.poll() is not None
+            wait_for(started, 'dpdk-testpmd forwarding', timeout=20)
             n, frame = frames(size)
             r = subprocess.run(
                 [args.memif_ping, '--lcores', LCORES['b']] + eal + [
@@ -345,16 +340,17 @@ def raw_rtts(args):
                     '--warmup', '200'], capture_output=True, text=True, timeout=60, check=False)
             words = r.stdout.split()
             if r.returncode != 0 or 'p50' not in words:
-                raise Failure(f'memif_ping exit {r.returncode}: {r.stdout}{r.stderr}')
-            out[size] = (float(words[words.index('p50') + 1]), float(words[words.index('p99') + 1]))
-        return out
-    finally:
-        if testpmd.poll() is None:
-            try:
-                testpmd.communicate('\n', timeout=10)  # "Press enter to exit"
-            except subprocess.TimeoutExpired:
-                testpmd.kill()
-                testpmd.wait()
+                log.seek(0)
+                raise Failure(f'memif_ping exit {r.returncode}: {r.stdout}{r.stderr[-2000:]}\n'
+                              f'--- dpdk-testpmd ---\n{log.read()[-2000:]}')
+            return float(words[words.index('p50') + 1]), float(words[words.index('p99') + 1])
+        finally:
+            if testpmd.poll() is None:
+                try:
+                    testpmd.communicate('\n', timeout=10)  # "Press enter to exit"
+                except subprocess.TimeoutExpired:
+                    testpmd.kill()
+                    testpmd.wait()
 
 
 def measure(args):
@@ -368,7 +364,7 @@ def measure(args):
         rows.append((size, perf_gbps, perf_cpu, tx_gbps, tx_cpu, perf_gbps / tx_gbps, norm,
                      perf_retx, tx_retx))
     lat = write_lat(args)
-    raw = raw_rtts(args)
+    raw = {size: raw_rtt(args, size) for size in LAT_SIZES}
     return rows, [(s, lat[s], raw[s], lat[s][0] / raw[s][0]) for s in LAT_SIZES]
 
 

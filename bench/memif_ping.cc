@@ -232,7 +232,7 @@ bool setup_port(rte_mempool* pool, uint32_t timeout_ms, std::string* err) {
       *err = "cannot start port 0";
       return false;
     }
-    rte_delay_ms(10);
+    rte_delay_ms(100);  // each failure logs a line
   }
   rte_eth_link link{};
   while (rte_eth_link_get_nowait(kPort, &link) == 0 && link.link_status != RTE_ETH_LINK_UP) {
