@@ -20,6 +20,10 @@ Two measurements, each side by side in one invocation:
             io forwarding on a's, sending per round trip as many frames of
             the same size as one MRC message takes one way.
 
+Both daemons run CC `none` unless --cc nscc: NSCC's defaults read this
+CPU-bound pair's descheduled lcores as queueing and shrink the window, so
+the goodputs would measure that rather than the API (docs/benchmarks.md).
+
 The pair is test/e2e's: a is every plane's memif server and runs --lcores
 0@1,1@0, b the client with 0@0,1@1, so each polling lcore has a CPU. On two
 CPUs the applications take their CPU time from those lcores: smrc-perf
@@ -34,7 +38,7 @@ programs on the machine took, and also what the applications took.
 --runs N repeats everything N times and prints the median of each cell (a
 ratio is the median of the runs' ratios).
 Usage: bench/api.py [--build build] [--runs 1] [--sizes 4096,65536,1048576]
-                    [--window 16] [--qps 1] [--seconds 2]
+                    [--window 16] [--qps 1] [--cc none] [--seconds 2]
 """
 
 import argparse
@@ -419,8 +423,8 @@ def main():
               f'{cpu[1]} | {med(cells, lambda c: c[8]) * 100:.2f}% | '
               f'{pct(med(cells, lambda c: c[5]))} | '
               f'{pct(med(cells, lambda c: c[6]))} |')
-    print('\nround trips in us: smrc-perf write_lat -e against memif_ping via testpmd io\n')
-    print('| size B | frames x B | write_lat p50 | p99 | raw p50 | p99 | p50 ratio |')
+    print('\nround trips: smrc-perf write_lat -e against memif_ping via testpmd io\n')
+    print('| size B | frames x B | write_lat p50 µs | p99 | raw p50 µs | p99 | p50 ratio |')
     print('|---|---|---|---|---|---|---|')
     for cells in zip(*(r[1] for r in runs)):
         n, frame = frames(cells[0][0])
