@@ -381,6 +381,10 @@ def case_reports(args):
 
 def case_port_events(args):
     def body(a, b):
+        # Only a plane in use can go down: wait until memif has brought up both.
+        t = Telemetry(telemetry_socket(a.prefix))
+        wait_for('every plane of a in use', lambda: all(
+            r['in_use'] == 1 for r in t.query('/softmrc/planes,a').values()), timeout=10)
         app = App([args.helper, 'port_events', sock(args, 'app-a'), '1'])
         app.read_line(r'^ready$')
         # An operator takes a plane down and up: the application hears both.
