@@ -133,11 +133,7 @@ int FabricProcess::lcore_main(void* arg) {
 }
 
 int FabricProcess::run() {
-  struct sigaction sa {};
-  sa.sa_handler = &FabricProcess::on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  softmrcd::on_stop_signals(&FabricProcess::on_signal);
 
   for (auto& l : links_) {
     last_log_.emplace_back();

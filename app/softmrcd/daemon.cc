@@ -284,11 +284,7 @@ int Daemon::lcore_main(void* arg) {
 }
 
 int Daemon::run() {
-  struct sigaction sa {};
-  sa.sa_handler = &Daemon::on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  on_stop_signals(&Daemon::on_signal);
 
   started_ns_ = clock_.now_ns();
   last_log_ns_ = started_ns_;

@@ -2,6 +2,7 @@
 
 #include <rte_lcore.h>
 
+#include <csignal>
 #include <cstring>
 
 #include "softmrcd/config.h"
@@ -23,6 +24,14 @@ ProgramArgs split_program_args(int argc, char** argv) {
       a.help_only =
           a.help_only || std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0;
   return a;
+}
+
+void on_stop_signals(void (*handler)(int)) {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
 }
 
 bool pick_worker_lcore(int wanted, const std::string& key, const char* program, int* out,

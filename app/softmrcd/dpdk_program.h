@@ -15,6 +15,9 @@ struct ProgramArgs {
 };
 ProgramArgs split_program_args(int argc, char** argv);
 
+// SIGINT and SIGTERM call `handler` (which only raises a flag).
+void on_stop_signals(void (*handler)(int));
+
 // The lcore for a role that wants `wanted` (kAnyLcore: the first worker).
 // False, with *err "EAL -l: ..." when there is no worker lcore at all, or
 // "<key>: lcore N ..." when `wanted` is not enabled or is the main lcore.
