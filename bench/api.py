@@ -45,7 +45,6 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import socket
 import statistics
 import subprocess
@@ -55,11 +54,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'test', 'dpdk'))
-from softmrcd_test import Daemon, Failure, Telemetry, plane, telemetry_socket  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, '..', 'test', 'e2e'))
+from api_test import (LCORES, PATH_MTU, outputs, sock, start_pair, stop,  # noqa: E402
+                      wait_planes_in_use)
+from cpu_time import cpu_ns  # noqa: E402
+from softmrcd_test import Failure, Telemetry, telemetry_socket, wait_for  # noqa: E402
 
-PLANES = 2
-PATH_MTU = 1024  # memif frames are at most 1518 bytes
-LCORES = {'a': '0@1,1@0', 'b': '0@0,1@1'}
 LCORE_THREAD = 'rte-worker-1'  # the polling lcore (lcore 1) of softmrcd and memif_ping
 # Headers and ICRC of a Write-with-Immediate packet (178-byte frames for 64
 # bytes of payload, bench/linerate.py's tx rows).
@@ -67,106 +67,30 @@ WIMM_OVERHEAD = 114
 LAT_SIZES = [8, 64, 512, 4096]
 
 
-def config(args, me, traffic):
-    other = 'b' if me == 'a' else 'a'
-    role = 'server' if me == 'a' else 'client'
-    ports = [f'net_memif{p},role={role},id=0,socket={path(args, f"memif-p{p}")},'
-             'socket-abstract=no' for p in range(PLANES)]
-    return {
-        'path_mtu': PATH_MTU,
-        'stats': {'snapshot_ms': 20, 'log_interval_ms': 0},
-        'cc_profiles': {'default': {'algorithm': args.cc}},
-        'endpoints': [{'name': me, 'app_socket': path(args, f'app-{me}'),
-                       'planes': [dict(port=ports[p], **plane(me, p)) for p in range(PLANES)]}],
-        'peers': [{'name': other, 'planes': [plane(other, p) for p in range(PLANES)]}],
-        'traffic': traffic,
-    }
-
-
-def path(args, name):
-    return os.path.join(args.workdir, name + '.sock')
-
-
 @contextlib.contextmanager
 def daemons(args, traffic):
-    """Daemons a (every plane's memif server) and b, started in that order;
-    without traffic, once every plane of both is in use. Stopped at the end;
-    a Failure meanwhile gets both daemons' whole output."""
-    for p in range(PLANES):
-        if os.path.exists(path(args, f'memif-p{p}')):
-            os.unlink(path(args, f'memif-p{p}'))
+    """test/e2e's pair of daemons (api_test.start_pair: a is every plane's
+    memif server) with the daemons' own QP defaults, `traffic` and the CC
+    algorithm chosen; without traffic, once every plane of both is in use.
+    Stopped at the end; a Failure meanwhile gets both daemons' whole output."""
     pair = []
     try:
-        for me in ('a', 'b'):
-            d = Daemon(args, f'bench_api_{me}', config(args, me, traffic))
-            i = d.cmd.index('-l')
-            d.cmd[i:i + 2] = ['--lcores', LCORES[me]]
-            pair.append(d.start())
-            d.read_until(r'applications connect to', timeout=15)
-            if me == 'a':
-                wait_for(lambda: all(os.path.exists(path(args, f'memif-p{p}'))
-                                     for p in range(PLANES)), 'memif server sockets', d)
+        pair = start_pair(args, qp={}, extra={
+            'stats': {'snapshot_ms': 20, 'log_interval_ms': 0},
+            'cc_profiles': {'default': {'algorithm': args.cc}},
+            'traffic': traffic,
+        })
         if not traffic:
             # An application's first Writes would otherwise meet planes
             # still down (txgen waits for a probe answer instead).
             for d, me in zip(pair, 'ab'):
-                t = Telemetry(telemetry_socket(d.prefix))
-                wait_for(lambda: all(r['in_use'] == 1
-                                     for r in t.query(f'/softmrc/planes,{me}').values()),
-                         f'planes of {me} in use')
+                wait_planes_in_use(d, me)
         yield pair
     except Failure as e:
         stop(*pair)
         raise Failure(str(e) + outputs(*pair)) from None
     finally:
         stop(*pair)
-
-
-def stop(*pair):
-    for d in pair:
-        if d.proc.poll() is None:
-            d.proc.send_signal(signal.SIGTERM)
-    for d in pair:
-        try:
-            d.wait(10)  # reads the rest of its output
-        except Failure:
-            pass  # killed
-
-
-def wait_for(cond, what, daemon=None, timeout=10):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise Failure(f'no {what}' + ('\n' + daemon.output() if daemon else ''))
-        if daemon:
-            daemon._read(0.05)
-        else:
-            time.sleep(0.05)
-
-
-def lcore_cpu_ns(pid):
-    """CPU time of the process's polling lcore thread so far (0 when gone)."""
-    try:
-        for tid in os.listdir(f'/proc/{pid}/task'):
-            with open(f'/proc/{pid}/task/{tid}/comm') as f:
-                if f.read().strip() == LCORE_THREAD:
-                    with open(f'/proc/{pid}/task/{tid}/schedstat') as f:
-                        return int(f.read().split()[0])
-    except OSError:
-        pass
-    return 0
-
-
-def process_cpu_ns(pid):
-    """CPU time of every thread of the process so far (0 when gone)."""
-    total = 0
-    try:
-        for tid in os.listdir(f'/proc/{pid}/task'):
-            with open(f'/proc/{pid}/task/{tid}/schedstat') as f:
-                total += int(f.read().split()[0])
-    except OSError:
-        pass
-    return total
 
 
 class CpuSampler:
@@ -177,9 +101,9 @@ class CpuSampler:
         self.samples = []
 
     def sample(self):
-        self.samples.append((time.monotonic(), lcore_cpu_ns(self.a.proc.pid),
-                             lcore_cpu_ns(self.b.proc.pid),
-                             sum(process_cpu_ns(p.pid) for p in self.apps)))
+        self.samples.append((time.monotonic(), cpu_ns(self.a.proc.pid, LCORE_THREAD) or 0,
+                             cpu_ns(self.b.proc.pid, LCORE_THREAD) or 0,
+                             sum(cpu_ns(p.pid) or 0 for p in self.apps)))
 
     def shares(self, t0, t1):
         """(a's lcore, b's lcore, the applications) in CPUs over [t0, t1]."""
@@ -198,7 +122,7 @@ def free_port():
 
 
 def smrc_perf(args, test, daemon, port, opts, server):
-    cmd = [args.smrc_perf, test, '-d', path(args, f'app-{daemon}'), '--no-progress', '-e',
+    cmd = [args.smrc_perf, test, '-d', sock(args, f'app-{daemon}'), '--no-progress', '-e',
            '--json', '-p', str(port)]
     return cmd if server else cmd + opts + ['::1']
 
@@ -239,10 +163,6 @@ def run_perf(args, test, opts, sampler=None):
     return [json.loads(l) for l in text_c.splitlines() if l.startswith('{')], ended
 
 
-def outputs(*daemons):
-    return ''.join(f'\n--- {d.prefix} ---\n' + d.output() for d in daemons)
-
-
 def txgen_goodput(args, size):
     """Gb/s of a txgen Write flow b -> a, and the CPU shares meanwhile."""
     warm, seconds = 0.5, args.seconds
@@ -256,7 +176,7 @@ def txgen_goodput(args, size):
             sampler.sample()
             return t.query('/softmrc/stats')['b']
 
-        wait_for(lambda: stats()['txgen_completed'] > 0, 'txgen completions', b)
+        wait_for('txgen completions', lambda: stats()['txgen_completed'] > 0, timeout=10)
         end = time.monotonic() + warm
         while time.monotonic() < end:
             stats()
@@ -316,16 +236,16 @@ def frames(size):
 
 def raw_rtt(args, size):
     """(p50, p99) in us of memif_ping through a dpdk-testpmd of its own."""
-    sock = path(args, 'memif-ping')
-    if os.path.exists(sock):
-        os.unlink(sock)
+    ping_sock = sock(args, 'memif-ping')
+    if os.path.exists(ping_sock):
+        os.unlink(ping_sock)
     eal = ['--no-huge', '-m', '256', '--no-pci', '--log-level', 'lib.eal:warning']
     # stdbuf: testpmd's output goes to a file, which it would buffer.
     with tempfile.TemporaryFile('w+') as log:
         testpmd = subprocess.Popen(
             ['stdbuf', '-oL', 'dpdk-testpmd', '--lcores', LCORES['a']] + eal + [
                 '--file-prefix', 'smrcd-bench-api-testpmd', '--vdev',
-                f'net_memif0,role=server,id=0,socket={sock},socket-abstract=no', '--',
+                f'net_memif0,role=server,id=0,socket={ping_sock},socket-abstract=no', '--',
                 '--forward-mode=io', '--port-topology=loop', '--disable-link-check',
                 '--total-num-mbufs', '8192'],
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, text=True)
@@ -334,12 +254,12 @@ def raw_rtt(args, size):
             def started():
                 log.seek(0)
                 return 'Press enter to exit' in log.read() or testpmd.poll() is not None
-            wait_for(started, 'dpdk-testpmd forwarding', timeout=20)
+            wait_for('dpdk-testpmd forwarding', started, timeout=20)
             n, frame = frames(size)
             r = subprocess.run(
                 [args.memif_ping, '--lcores', LCORES['b']] + eal + [
                     '--file-prefix', 'smrcd-bench-api-ping', '--vdev',
-                    f'net_memif0,role=client,id=0,socket={sock},socket-abstract=no', '--',
+                    f'net_memif0,role=client,id=0,socket={ping_sock},socket-abstract=no', '--',
                     '--frame', str(frame), '--burst', str(n), '--count', str(args.lat_iters),
                     '--warmup', '200'], capture_output=True, text=True, timeout=60, check=False)
             words = r.stdout.split()
@@ -397,6 +317,7 @@ def main():
     args.smrc_perf = args.smrc_perf or os.path.join(args.build, 'app', 'smrc-perf')
     args.memif_ping = args.memif_ping or os.path.join(args.build, 'bench', 'memif_ping')
     args.sizes = [int(s) for s in args.sizes.split(',')]
+    args.case = 'bench'  # the daemons' EAL file prefixes: smrcd-api-bench-a, -b
     print(f'load average before: {os.getloadavg()[0]:.2f}', file=sys.stderr)
     try:
         with tempfile.TemporaryDirectory() as tmp:

@@ -42,6 +42,8 @@ import sys
 import tempfile
 import time
 
+from cpu_time import cpu_ns
+
 EAL = ['-l', '0-1', '--no-huge', '-m', '512', '--no-pci', '--log-level', 'lib.eal:warning']
 PAYLOADS = [64, 256, 1024, 4096]
 VALID_MTUS = {256, 512, 1024, 2048, 4096, 9000}
@@ -65,20 +67,6 @@ peers:
 """
 
 
-def lcore_cpu_ns(pid):
-    """CPU time of the process's forwarding lcore thread so far, or None."""
-    try:
-        for tid in os.listdir(f'/proc/{pid}/task'):
-            with open(f'/proc/{pid}/task/{tid}/comm') as f:
-                if f.read().strip() != LCORE_THREAD:
-                    continue
-            with open(f'/proc/{pid}/task/{tid}/schedstat') as f:
-                return int(f.read().split()[0])
-    except OSError:
-        pass
-    return None
-
-
 def run(cmd, window, stop_after=None):
     """Runs cmd (SIGINT stop_after s after its lcore began to poll); returns its
     exit code, its output, and the share of a CPU its lcore got from window[0]
@@ -89,7 +77,7 @@ def run(cmd, window, stop_after=None):
         deadline = time.monotonic() + 60
         while p.poll() is None:
             now = time.monotonic()
-            cpu = lcore_cpu_ns(p.pid)
+            cpu = cpu_ns(p.pid, LCORE_THREAD)
             if cpu is not None:
                 # The lcore thread sleeps until the program starts it polling.
                 if started is None and last is not None and cpu - last[1] > 0.05e9 * (now - last[0]):

@@ -42,6 +42,7 @@ from softmrcd_test import (Daemon, Failure, Telemetry, check, plane,  # noqa: E4
                            telemetry_socket, test_main, wait_for)
 
 PLANES = 2
+PATH_MTU = 1024  # memif frames are at most 1518 bytes
 LCORES = {'a': '0@1,1@0', 'b': '0@0,1@1'}
 
 
@@ -51,7 +52,7 @@ def config(args, me, qp=None, extra=None):
     ports = [f'net_memif{p},role={role},id=0,socket={sock(args, f"memif-p{p}")},'
              'socket-abstract=no' for p in range(PLANES)]
     return {
-        'path_mtu': 1024,
+        'path_mtu': PATH_MTU,
         'stats': {'snapshot_ms': 50, 'log_interval_ms': 0},
         # Small ACK timeout and retries: a peer QP that went away errors soon.
         'qp': qp if qp is not None else {'timeout': 12, 'retry_linear': 2, 'retry_exp': 2},
@@ -82,13 +83,25 @@ def start_pair(args, qp=None, extra=None):
         if os.path.exists(path):
             os.unlink(path)
     a = start_daemon(args, 'a', qp, extra)
-    # A memif client's port fails to start without its server's socket.
-    deadline = time.monotonic() + 10
-    while not all(os.path.exists(sock(args, f'memif-p{p}')) for p in range(PLANES)):
-        check(time.monotonic() < deadline, 'no memif server sockets' + outputs(a))
-        a._read(0.05)
-    b = start_daemon(args, 'b', qp, extra)
-    return a, b
+    try:
+        # A memif client's port fails to start without its server's socket.
+        deadline = time.monotonic() + 10
+        while not all(os.path.exists(sock(args, f'memif-p{p}')) for p in range(PLANES)):
+            check(time.monotonic() < deadline, 'no memif server sockets' + outputs(a))
+            a._read(0.05)
+        return a, start_daemon(args, 'b', qp, extra)
+    except Failure:
+        stop(a)
+        raise
+
+
+def wait_planes_in_use(d, me):
+    """Until memif has brought up every plane of daemon d (endpoint `me`):
+    only then can a plane go down, or an application's first Writes find
+    every plane."""
+    t = Telemetry(telemetry_socket(d.prefix))
+    wait_for(f'every plane of {me} in use', lambda: all(
+        r['in_use'] == 1 for r in t.query(f'/softmrc/planes,{me}').values()), timeout=10)
 
 
 def stop(*daemons):
@@ -381,10 +394,7 @@ def case_reports(args):
 
 def case_port_events(args):
     def body(a, b):
-        # Only a plane in use can go down: wait until memif has brought up both.
-        t = Telemetry(telemetry_socket(a.prefix))
-        wait_for('every plane of a in use', lambda: all(
-            r['in_use'] == 1 for r in t.query('/softmrc/planes,a').values()), timeout=10)
+        wait_planes_in_use(a, 'a')
         app = App([args.helper, 'port_events', sock(args, 'app-a'), '1'])
         app.read_line(r'^ready$')
         # An operator takes a plane down and up: the application hears both.
