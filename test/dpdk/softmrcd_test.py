@@ -15,6 +15,10 @@
                                byte verified, the counters show each of them
   fabric_control               /softmrc/fabric/set changes a running link:
                                loss, blackholes, rate factor; counters move
+  pdump                        dpdk-dumpcap, a secondary process, captures a
+                               port's MRC traffic (hugepages reserved for
+                               the case: secondaries cannot attach to
+                               --no-huge)
   bad_config                   bad files rejected with the messages that
                                docs/configuration.md documents
   options                      bad command lines, --help
@@ -29,6 +33,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -113,13 +118,13 @@ def two_endpoints(planes=2, **extra):
 
 
 class Daemon:
-    def __init__(self, args, name, cfg=None, extra_eal=(), stdin=None):
+    def __init__(self, args, name, cfg=None, extra_eal=(), stdin=None, eal=EAL):
         self.prefix = 'smrcd-' + name.replace('_', '-')
         self.cfg_path = os.path.join(args.workdir, name + '.yaml')
         if cfg is not None:
             with open(self.cfg_path, 'w') as f:
                 json.dump(cfg, f, indent=1)
-        self.cmd = [args.softmrcd] + EAL + list(extra_eal) + ['--file-prefix', self.prefix,
+        self.cmd = [args.softmrcd] + list(eal) + list(extra_eal) + ['--file-prefix', self.prefix,
                                                            '--', '--config', self.cfg_path]
         self.stdin = stdin
 
@@ -237,6 +242,87 @@ def case_extbuf(args):
     check(m is not None and int(m.group(2)) > 0, 'no payload was sent in place', both)
     m = re.search(r'softmrcd: b: sent (\d+) packets \((\d+) with', out)
     check(m is not None and m.group(2) == '0', 'b sends only ACKs, never a payload', both)
+
+
+class HugePages:
+    """Reserves `pages` 2 MiB pages and mounts a hugetlbfs for one case;
+    undoes both on exit. Skip where the kernel cannot give them."""
+    NR = '/proc/sys/vm/nr_hugepages'
+
+    def __init__(self, workdir, pages):
+        self.dir = os.path.join(workdir, 'huge')
+        self.pages = pages
+
+    def __enter__(self):
+        try:
+            with open(self.NR) as f:
+                self.before = int(f.read())
+            with open(self.NR, 'w') as f:
+                f.write(str(self.before + self.pages))
+            with open(self.NR) as f:
+                got = int(f.read()) - self.before
+        except OSError as e:
+            raise Skip(f'cannot reserve hugepages: {e}')
+        if got < self.pages:
+            self._release()
+            raise Skip(f'the kernel gave {got} of {self.pages} hugepages')
+        os.makedirs(self.dir, exist_ok=True)
+        mount = subprocess.run(['mount', '-t', 'hugetlbfs', '-o', 'pagesize=2M', 'nodev',
+                                self.dir], capture_output=True, text=True, check=False)
+        if mount.returncode != 0:
+            self._release()
+            raise Skip(f'cannot mount hugetlbfs: {mount.stderr.strip()}')
+        return self
+
+    def __exit__(self, *exc):
+        subprocess.run(['umount', self.dir], check=False)
+        self._release()
+
+    def _release(self):
+        with open(self.NR, 'w') as f:
+            f.write(str(self.before))
+
+
+def case_pdump(args):
+    """dpdk-dumpcap attaches to a running softmrcd and captures one port's
+    traffic both ways: Writes out, ACKs in, which the project's Wireshark
+    dissector decodes."""
+    dumpcap = shutil.which('dpdk-dumpcap')
+    tshark = shutil.which('tshark')
+    if not dumpcap or not tshark:
+        raise Skip('dpdk-dumpcap or tshark is not installed (scripts/setup.sh installs both)')
+    dissector = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
+                             'scripts', 'wireshark', 'softmrc.lua')
+    cfg = two_endpoints()
+    cfg['traffic'][0]['duration_ms'] = 3000
+    pcap = os.path.join(args.workdir, 'a_p0.pcapng')
+    with HugePages(args.workdir, 300) as huge:
+        eal = [a for a in EAL if a != '--no-huge'] + ['--huge-dir', huge.dir]
+        d = Daemon(args, 'pdump', cfg, eal=eal).start()
+        try:
+            d.read_until(r'txgen verified [1-9]')
+            cap = subprocess.run([dumpcap, '--file-prefix', d.prefix, '-i', 'net_ring_ring_a_p0',
+                                  '-c', '200', '-w', pcap],
+                                 capture_output=True, text=True, timeout=30, check=False)
+            check(cap.returncode == 0, f'dpdk-dumpcap exit {cap.returncode}',
+                  cap.stdout + cap.stderr)
+            code = d.wait()
+        finally:
+            d.kill()
+    both = d.output()
+    check(code == 0 and 'softmrcd: PASS' in both, f'softmrcd exit status {code}', both)
+    shown = subprocess.run([tshark, '-r', pcap, '-X', 'lua_script:' + dissector, '-T', 'fields',
+                            '-e', '_ws.col.Protocol', '-e', '_ws.col.Info'],
+                           capture_output=True, text=True, check=False, env=dict(
+                               os.environ, HOME=args.workdir, WIRESHARK_CONFIG_DIR=args.workdir))
+    frames = [l.split('\t', 1) for l in shown.stdout.splitlines()]
+    check(len(frames) >= 200, f'{len(frames)} frames captured, want 200', shown.stderr)
+    check(all(proto == 'softmrc' for proto, _ in frames),
+          'a frame the dissector does not take for MRC', shown.stdout)
+    writes = sum('WRITE' in info.upper() for _, info in frames)
+    acks = sum(info.startswith('ACK') for _, info in frames)
+    check(writes > 0 and acks > 0,
+          f'want Writes out and ACKs in: {writes} Writes, {acks} ACKs', shown.stdout[:2000])
 
 
 def link_totals(output):
