@@ -11,8 +11,10 @@ the shared EAL config that memif needs), and checks what both say.
                   messages docs/configuration.md lists
   fabric_memif    a and b as memif clients of smrc-fabric, 3 planes: random
                   loss on plane 0, a slow plane 1 that trims, plane 2 down
-                  then up by the fabric's schedule mid-transfer; every
-                  byte verified, all three exit 0, and the fabric's own
+                  then up by the fabric's schedule mid-transfer, plane 0
+                  blackholed one way and restored through the fabric's
+                  telemetry; every byte verified, all three exit 0, and
+                  the fabric's own
                   summary shows the losses, trims and link-down drops
   fabric_bad_config  smrc-fabric's bad files and command lines get the
                   messages docs/configuration.md lists, exit 2
@@ -258,6 +260,19 @@ def case_fabric_memif(args):
         check(len(ports) == 2 * planes and all(
             r['rx_packets'] > 0 and r['tx_packets'] > 0 and r['link_up'] == 1
             for r in ports.values()), f'a port carried nothing: {ports}', f.output())
+        # A fault set at run time through the fabric's telemetry, then lifted.
+        reply = t.query('/softmrc/fabric/set,0,0,blackhole,on,a_to_b')
+        check(reply == {'link0/0': {'requested': 'blackhole on (a_to_b)'}},
+              f'blackhole: {reply}', f.output())
+        p0 = poll_row('plane 0 a_to_b blackholed', t, '/softmrc/links', 'link0/0',
+                      lambda r: r['a_to_b_drop_blackhole'] > 0, f.output())
+        check(p0['a_to_b_blackhole'] == 1 and p0['b_to_a_blackhole'] == 0,
+              f'blackhole state: {p0}', f.output())
+        t.query('/softmrc/fabric/set,0,0,blackhole,off,a_to_b')
+        poll_row('plane 0 blackhole lifted', t, '/softmrc/links', 'link0/0',
+                 lambda r: r['a_to_b_blackhole'] == 0, f.output())
+        reply = t.query('/softmrc/fabric/set,0,3,loss,0.1')
+        check(reply == {'error': 'no plane 3 (planes are 0..2)'}, f'bad plane: {reply}')
         f.read_until(r'smrc-fabric: t=[\d.]+s link 0 plane 2 down \(the ports\' links stay up\)')
         f.read_until(r'smrc-fabric: t=[\d.]+s link 0 plane 2 up$')
         p2 = poll_row('plane 2 up again', t, '/softmrc/links', 'link0/2', lambda r: r['up'] == 1)
@@ -275,6 +290,8 @@ def case_fabric_memif(args):
                 d.kill()
     out = both_output(a, b) + '\n--- fabric ---\n' + f.output()
     check(code_f == 0, f'fabric exit status {code_f}', out)
+    check(re.search(r'^smrc-fabric: t=[\d.]+s link 0 plane 0 blackhole on \(a_to_b\)$',
+                    f.output(), re.M), 'the fabric did not log the blackhole', out)
     check_done(a, b, code_a, code_b)
     hops = fabric_summary(f.output())
     check(len(hops) == 2 * planes, f'no summary per plane and direction: {hops}', out)
