@@ -214,7 +214,8 @@ def case_two_endpoints_plane_failure(args):
     for ep in ('a', 'b'):
         check(re.search(rf't=0\.\d+s {ep} plane 2 down \(link down\)', out),
               f'{ep} did not see plane 2 go down', both)
-        check(re.search(rf't=0\.9\d*s {ep} plane 2 up \(link up\)', out),
+        # At 0.9 s by the schedule; later only when the machine held the lcore back.
+        check(re.search(rf't=(0\.9|1\.0)\d*s {ep} plane 2 up \(link up\)', out),
               f'{ep} did not see plane 2 come back', both)
     logs = [m for m in map(LOG.match, out.splitlines()) if m]
     during = [m for m in logs if 0.55 <= float(m.group(1)) <= 0.88]
