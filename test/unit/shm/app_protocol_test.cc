@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <vector>
 
@@ -208,6 +209,73 @@ TEST(SharedMemory, OnlySealedMemfdsOfTheRightSizeAreMapped) {
   EXPECT_EQ(map_shared(unsealed, 4096, &theirs, &why), EBADF);
   close(unsealed);
   EXPECT_EQ(map_shared(-1, 1, &theirs, &why), EBADF);
+}
+
+// The kernel's pool of 2 MiB pages, grown by `pages` for one test (root
+// only) and given back after.
+class HugePagePool {
+ public:
+  explicit HugePagePool(long pages) {
+    before_ = read();
+    if (before_ < 0 || !write(before_ + pages)) return;
+    total_ = read();
+    granted_ = total_ - before_ >= pages;
+  }
+  ~HugePagePool() {
+    if (before_ >= 0) write(before_);
+  }
+  bool granted() const { return granted_; }
+  long total() const { return total_; }
+
+ private:
+  static constexpr const char* kPath = "/proc/sys/vm/nr_hugepages";
+  static long read() {
+    FILE* f = fopen(kPath, "r");
+    long n = -1;
+    if (f != nullptr) {
+      if (fscanf(f, "%ld", &n) != 1) n = -1;
+      fclose(f);
+    }
+    return n;
+  }
+  static bool write(long n) {
+    FILE* f = fopen(kPath, "w");
+    if (f == nullptr) return false;
+    const bool ok = fprintf(f, "%ld", n) > 0;
+    return fclose(f) == 0 && ok;
+  }
+  long before_ = -1;
+  long total_ = -1;
+  bool granted_ = false;
+};
+
+TEST(SharedMemory, HugepagesBackTheRegionWhereTheKernelHasThem) {
+  HugePagePool pool(2);
+  if (!pool.granted()) GTEST_SKIP() << "cannot reserve 2 hugepages (needs root)";
+  Mapping mine;
+  const int fd = create_shared(3 << 20, true, &mine);
+  ASSERT_GE(fd, 0);
+  EXPECT_TRUE(mine.hugepages);
+  EXPECT_EQ(mine.bytes, size_t{4} << 20);  // whole 2 MiB pages
+  const char* why = nullptr;
+  Mapping theirs;
+  ASSERT_EQ(map_shared(fd, 3 << 20, &theirs, &why), 0) << why;
+  static_cast<char*>(mine.addr)[(3 << 20) - 1] = 7;
+  EXPECT_EQ(static_cast<char*>(theirs.addr)[(3 << 20) - 1], 7);
+  EXPECT_NE(ftruncate(fd, 2 << 20), 0);  // sealed like any other region
+  unmap_shared(&theirs);
+  unmap_shared(&mine);
+  close(fd);
+
+  // More than the whole pool: normal pages instead, not a failure.
+  if (pool.total() > 64) return;  // too much memory to ask for in a test
+  const size_t beyond = size_t(pool.total() + 1) << 21;
+  const int normal = create_shared(beyond, true, &mine);
+  ASSERT_GE(normal, 0);
+  EXPECT_FALSE(mine.hugepages);
+  EXPECT_EQ(mine.bytes, beyond);
+  unmap_shared(&mine);
+  close(normal);
 }
 
 }  // namespace
