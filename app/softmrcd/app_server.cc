@@ -113,9 +113,13 @@ void AppStage::poll(engine::Endpoint& ep) {
   const size_t n = live_qps_.size();
   if (n == 0) return;
   uint32_t budget = kPassBudget;
-  const size_t start = next_qp_++ % n;
+  // Round-robin without a division per pass (a 64-bit one costs more than
+  // an idle ring's check).
+  if (++next_qp_ >= n) next_qp_ = 0;
+  size_t at = next_qp_;
   for (size_t i = 0; i < n && budget > 0; ++i) {
-    const uint32_t qpn = live_qps_[(start + i) % n];
+    const uint32_t qpn = live_qps_[at];
+    if (++at == n) at = 0;
     const uint32_t take = std::min(budget, kQpBudget);
     drain_qp(ep, qpn, *qps_[qpn - 1], take);
     budget -= take;

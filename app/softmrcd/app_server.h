@@ -154,7 +154,7 @@ class AppStage {
   std::unique_ptr<unsigned char, AlignedFree> event_ring_;
   shm::RingProducer<AppEvent> events_in_;
   shm::RingConsumer<AppEvent> events_out_;
-  uint32_t next_qp_ = 0;  // round-robin start, for fairness
+  size_t next_qp_ = 0;  // round-robin start, for fairness
   uint64_t bad_descriptors_ = 0;
 };
 

@@ -370,13 +370,13 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {
 }
 
 void EndpointTask::drain_engine(uint64_t now) {
-  engine::Completion wc[kBurst];
+  engine::Completion* wc = completions_;
   size_t n;
   while ((n = ep_.poll_completions(wc, kBurst)) > 0)
     for (size_t i = 0; i < n; ++i)
       if (app_ == nullptr || !app_->on_completion(wc[i])) txgen_.on_completion(wc[i], ep_);
   if (app_) app_->notify();
-  engine::Event ev[kBurst];
+  engine::Event* ev = events_;
   while ((n = ep_.poll_events(ev, kBurst)) > 0) {
     for (size_t i = 0; i < n; ++i) {
       if (ctl_events_ != nullptr) to_control(ev[i]);
