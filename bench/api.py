@@ -39,6 +39,7 @@ programs on the machine took, and also what the applications took.
 ratio is the median of the runs' ratios).
 Usage: bench/api.py [--build build] [--runs 1] [--sizes 4096,65536,1048576]
                     [--window 16] [--qps 1] [--cc none] [--seconds 2]
+                    [--idle-yield-passes 0]
 """
 
 import argparse
@@ -78,6 +79,7 @@ def daemons(args, traffic):
         pair = start_pair(args, qp={}, extra={
             'stats': {'snapshot_ms': 20, 'log_interval_ms': 0},
             'cc_profiles': {'default': {'algorithm': args.cc}},
+            'idle_yield_passes': args.idle_yield_passes,
             'traffic': traffic,
         })
         if not traffic:
@@ -312,6 +314,8 @@ def main():
                    help="smrc-perf -c (1: a completion per Write, as txgen takes)")
     p.add_argument('--seconds', type=float, default=2, help='measured interval per size')
     p.add_argument('--lat-iters', type=int, default=5000, help='round trips per size')
+    p.add_argument('--idle-yield-passes', type=int, default=0,
+                   help="both daemons' idle_yield_passes (docs/configuration.md; 0: never)")
     args = p.parse_args()
     args.softmrcd = args.softmrcd or os.path.join(args.build, 'app', 'softmrcd')
     args.smrc_perf = args.smrc_perf or os.path.join(args.build, 'app', 'smrc-perf')
@@ -331,6 +335,7 @@ def main():
         return statistics.median(get(c) for c in cells)
 
     print(f'write_bw b -> a, {args.qps} QP(s), window {args.window}, CC {args.cc}, '
+          f'idle_yield_passes {args.idle_yield_passes}, '
           f'smrc-perf -e -c {args.signal_every}; CPU: a lcore / b lcore / applications; '
           'retx: packets b resent per packet it sent\n')
     print('| size B | smrc-perf Gb/s | CPU | retx | txgen Gb/s | CPU | retx | smrc-perf / txgen | '

@@ -109,23 +109,29 @@ void AppStage::remove_qp(uint32_t qpn) {
   live_qps_.erase(std::remove(live_qps_.begin(), live_qps_.end(), qpn), live_qps_.end());
 }
 
-void AppStage::poll(engine::Endpoint& ep) {
+uint32_t AppStage::poll(engine::Endpoint& ep) {
   const size_t n = live_qps_.size();
-  if (n == 0) return;
+  if (n == 0) return 0;
   uint32_t budget = kPassBudget;
-  const size_t start = next_qp_++ % n;
+  uint32_t taken = 0;
+  // Round-robin without a division per pass (a 64-bit one costs more than
+  // an idle ring's check).
+  if (++next_qp_ >= n) next_qp_ = 0;
+  size_t at = next_qp_;
   for (size_t i = 0; i < n && budget > 0; ++i) {
-    const uint32_t qpn = live_qps_[(start + i) % n];
+    const uint32_t qpn = live_qps_[at];
+    if (++at == n) at = 0;
     const uint32_t take = std::min(budget, kQpBudget);
-    drain_qp(ep, qpn, *qps_[qpn - 1], take);
+    taken += drain_qp(ep, qpn, *qps_[qpn - 1], take);
     budget -= take;
   }
   notify();
+  return taken;
 }
 
-void AppStage::drain_qp(engine::Endpoint& ep, uint32_t qpn, AppQp& q, uint32_t budget) {
+uint32_t AppStage::drain_qp(engine::Endpoint& ep, uint32_t qpn, AppQp& q, uint32_t budget) {
   while (q.stash_n > 0) {
-    if (!post_one(ep, qpn, q, q.stash[q.stash_at])) return;
+    if (!post_one(ep, qpn, q, q.stash[q.stash_at])) return 0;
     ++q.stash_at;
     --q.stash_n;
   }
@@ -150,8 +156,9 @@ void AppStage::drain_qp(engine::Endpoint& ep, uint32_t qpn, AppQp& q, uint32_t b
     q.stash_at = 0;
     q.stash_n = n - i;
     std::memcpy(q.stash, wr + i, q.stash_n * sizeof(WorkRequest));
-    return;
+    return n;
   }
+  return n;
 }
 
 bool AppStage::post_one(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const WorkRequest& w) {

@@ -98,8 +98,8 @@ class AppStage {
   // Control thread, before the lcores start: sizes every table.
   void init(uint32_t max_qps, uint32_t max_regions);
 
-  // The owning lcore, once per pass.
-  void poll(engine::Endpoint& ep);
+  // The owning lcore, once per pass: how many descriptors it took.
+  uint32_t poll(engine::Endpoint& ep);
   // From drain_engine: true when the completion was an application QP's.
   bool on_completion(const engine::Completion& c);
   bool on_event(const engine::Event& e);
@@ -132,7 +132,8 @@ class AppStage {
   uint64_t bad_descriptors() const { return bad_descriptors_; }
 
  private:
-  void drain_qp(engine::Endpoint& ep, uint32_t qpn, AppQp& q, uint32_t budget);
+  // How many descriptors it took from the ring.
+  uint32_t drain_qp(engine::Endpoint& ep, uint32_t qpn, AppQp& q, uint32_t budget);
   // false: the engine's send queue is full, keep it for later.
   bool post_one(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const shm::WorkRequest& w);
   void complete(AppCq* cq, const shm::Cqe& e);
@@ -154,7 +155,7 @@ class AppStage {
   std::unique_ptr<unsigned char, AlignedFree> event_ring_;
   shm::RingProducer<AppEvent> events_in_;
   shm::RingConsumer<AppEvent> events_out_;
-  uint32_t next_qp_ = 0;  // round-robin start, for fairness
+  size_t next_qp_ = 0;  // round-robin start, for fairness
   uint64_t bad_descriptors_ = 0;
 };
 

@@ -307,6 +307,7 @@ void read_root(const YAML::Node& root, Config* c) {
            &c->tx_payload);
   m.boolean("rx_verify_icrc", &c->rx_verify_icrc);
   m.uint("link_poll_us", 1, 1'000'000, &c->link_poll_us);
+  m.uint("idle_yield_passes", 0, 1'000'000'000, &c->idle_yield_passes);
   c->control_socket = m.string("control_socket");
   c->control_group = m.string("control_group");
   c->control_state_file = m.string("control_state_file");

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <rte_cycles.h>
 #include <rte_lcore.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -272,12 +273,24 @@ void Daemon::request_stop(const char* why) {
 int Daemon::lcore_main(void* arg) {
   const LcoreRoles& r = *static_cast<const LcoreRoles*>(arg);
   const Daemon& d = *r.daemon;
+  // A link's delay line runs on the clock, never idle: its lcore never yields.
+  const uint64_t yield_after = r.links.empty() ? d.cfg_.idle_yield_passes : 0;
+  uint64_t idle = 0;
   while (d.phase_.load(std::memory_order_relaxed) != Phase::kExit) {
     const uint64_t tsc = rte_rdtsc();
-    for (EndpointTask* e : r.endpoints) e->poll(tsc);
+    bool work = false;
+    for (EndpointTask* e : r.endpoints) work = e->poll(tsc) || work;
     if (!r.links.empty()) {
       const uint64_t now = d.clock_.ns(tsc);
       for (Link* l : r.links) l->poll(now);
+    }
+    if (work || yield_after == 0) {
+      idle = 0;
+    } else if (++idle >= yield_after) {
+      // Whatever else is runnable on this CPU (an application woken by
+      // its completion channel) runs now, not when the scheduler's slice ends.
+      idle = 0;
+      sched_yield();
     }
   }
   return 0;

@@ -248,11 +248,12 @@ bool EndpointTask::command(const Command& c) {
   return rte_ring_mp_enqueue_elem(commands_, &copy, sizeof(copy)) == 0;
 }
 
-void EndpointTask::poll(uint64_t tsc) {
+bool EndpointTask::poll(uint64_t tsc) {
   const uint64_t now = clock_->ns(tsc);
   const Phase phase = phase_->load(std::memory_order_acquire);
   if (phase != seen_phase_) on_phase(phase, now);
-  if (rte_ring_count(commands_) != 0) run_commands(now);
+  uint32_t work = rte_ring_count(commands_);
+  if (work != 0) run_commands(now);
   for (uint32_t p = 0; p < planes_.size(); ++p) {
     Plane& pl = planes_[p];
     if (!pl.port->poll_link(tsc)) continue;
@@ -260,12 +261,13 @@ void EndpointTask::poll(uint64_t tsc) {
     ++pl.counters.link_changes;
     apply_plane_state(p, pl.state.link_up ? "link up" : "link down", now);
   }
-  for (uint32_t p = 0; p < planes_.size(); ++p) receive(p, now);
+  for (uint32_t p = 0; p < planes_.size(); ++p) work += receive(p, now);
   drain_engine(now);
-  if (app_) app_->poll(ep_);
+  if (app_) work += app_->poll(ep_);
   txgen_.post(ep_, now);
-  transmit(now);
+  work += transmit(now);
   if (now >= next_snapshot_ns_) publish(now);
+  return work != 0;
 }
 
 void EndpointTask::on_phase(Phase phase, uint64_t now) {
@@ -329,15 +331,16 @@ void EndpointTask::apply_plane_state(uint32_t plane, const char* why, uint64_t n
   std::fflush(stdout);
 }
 
-void EndpointTask::receive(uint32_t plane, uint64_t now) {
+uint16_t EndpointTask::receive(uint32_t plane, uint64_t now) {
   rte_mbuf* pkts[kBurst];
   const uint16_t n = planes_[plane].port->rx_burst(pkts, kBurst);
-  if (n == 0) return;
+  if (n == 0) return 0;
   for (uint16_t i = 0; i < n; ++i) {
     if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
     handle_rx(pkts[i], plane, now);
   }
   rte_pktmbuf_free_bulk(pkts, n);
+  return n;
 }
 
 void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {
@@ -370,13 +373,13 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {
 }
 
 void EndpointTask::drain_engine(uint64_t now) {
-  engine::Completion wc[kBurst];
+  engine::Completion* wc = completions_;
   size_t n;
   while ((n = ep_.poll_completions(wc, kBurst)) > 0)
     for (size_t i = 0; i < n; ++i)
       if (app_ == nullptr || !app_->on_completion(wc[i])) txgen_.on_completion(wc[i], ep_);
   if (app_) app_->notify();
-  engine::Event ev[kBurst];
+  engine::Event* ev = events_;
   while ((n = ep_.poll_events(ev, kBurst)) > 0) {
     for (size_t i = 0; i < n; ++i) {
       if (ctl_events_ != nullptr) to_control(ev[i]);
@@ -420,29 +423,31 @@ bool EndpointTask::tx_room() const {
   return true;
 }
 
-void EndpointTask::flush_tx(Plane& p) {
-  if (p.num_pending == 0) return;
+uint16_t EndpointTask::flush_tx(Plane& p) {
+  if (p.num_pending == 0) return 0;
   const uint16_t sent = p.port->tx_burst(p.pending, p.num_pending);
   for (uint16_t i = 0; i < sent; ++i) p.counters.tx_bytes += p.pending[i]->pkt_len;
   p.counters.tx_packets += sent;
   p.num_pending -= sent;
-  if (p.num_pending == 0) return;
+  if (p.num_pending == 0) return sent;
   if (!p.state.engine_up) {
     // A port out of use (a tap whose link is down refuses every frame)
     // must not hold up the others: the engine resends what was on it.
     rte_pktmbuf_free_bulk(p.pending + sent, p.num_pending);
     drops_.other[size_t(Drop::kTxPlaneDown)] += p.num_pending;
     p.num_pending = 0;
-    return;
+    return sent;
   }
   std::memmove(p.pending, p.pending + sent, p.num_pending * sizeof(rte_mbuf*));
+  return sent;
 }
 
 // Backpressure: the engine is asked for packets only while every port in
 // use can take a full burst, so a busy port delays packets instead of
 // losing them.
-void EndpointTask::transmit(uint64_t now) {
-  for (Plane& p : planes_) flush_tx(p);
+uint32_t EndpointTask::transmit(uint64_t now) {
+  uint32_t sent = 0;
+  for (Plane& p : planes_) sent += flush_tx(p);
   for (int b = 0; b < kMaxTxBurstsPerPass && tx_room(); ++b) {
     const size_t n = ep_.poll_tx(tx_, kBurst, now);
     rte_mbuf* m[kBurst];
@@ -454,9 +459,10 @@ void EndpointTask::transmit(uint64_t now) {
       p.pending[p.num_pending++] = m[i];
       p.counters.tx_extbuf += extbuf[i];
     }
-    for (Plane& p : planes_) flush_tx(p);
+    for (Plane& p : planes_) sent += flush_tx(p);
     if (n < kBurst) break;
   }
+  return sent;
 }
 
 void EndpointTask::publish(uint64_t now) {

@@ -19,6 +19,8 @@
                                port's MRC traffic (hugepages reserved for
                                the case: secondaries cannot attach to
                                --no-huge)
+  idle_yield                   idle_yield_passes: an idle lcore leaves its CPU
+                               to a busy loop pinned there; without it, not
   bad_config                   bad files rejected with the messages that
                                docs/configuration.md documents
   options                      bad command lines, --help
@@ -669,6 +671,10 @@ BAD_CONFIGS = [
      "rings.rx_desc: 'many' is not a whole number", "'<value>' is not a whole number"),
     ('out_of_range', lambda c: c.update(rings={'tx_desc': 8}),
      'rings.tx_desc: 8 is out of range 32..16384', '<n> is out of range <lo>..<hi>'),
+    ('idle_yield_range', lambda c: c.update(idle_yield_passes=2000000000),
+     'idle_yield_passes: 2000000000 is out of range 0..1000000000', '<n> is out of range <lo>..<hi>'),
+    ('idle_yield_word', lambda c: c.update(idle_yield_passes='often'),
+     "idle_yield_passes: 'often' is not a whole number", "'<value>' is not a whole number"),
     ('bad_mac', lambda c: c['endpoints'][0]['planes'][1].update(mac='02:00:zz:00:00:01'),
      "endpoints[0].planes[1].mac: '02:00:zz:00:00:01' is not a MAC address "
      "(like 02:00:00:00:00:01)", "'<value>' is not a MAC address (like 02:00:00:00:00:01)"),
@@ -767,6 +773,56 @@ BAD_SETUPS = [
      '0-1', "endpoints[0].planes[0].port: cannot probe 'net_nosuchdriver0': ",
      "cannot probe '<spec>': <reason>"),
 ]
+
+
+def thread_cpu_ns(pid, name):
+    """CPU time so far of the thread of `pid` called `name`, or None."""
+    try:
+        for tid in os.listdir(f'/proc/{pid}/task'):
+            with open(f'/proc/{pid}/task/{tid}/comm') as f:
+                if f.read().strip() != name:
+                    continue
+            with open(f'/proc/{pid}/task/{tid}/schedstat') as f:
+                return int(f.read().split()[0])
+    except OSError:
+        pass
+    return None
+
+
+def idle_lcore_share(args, passes):
+    """An endpoint with nothing to do on lcore 1 (CPU 1, EAL -l 0-1) and a
+    busy loop pinned to CPU 1: the CPU time the lcore got over the busy
+    loop's, over one second."""
+    cfg = {'path_mtu': 1024, 'idle_yield_passes': passes,
+           'stats': {'snapshot_ms': 20, 'log_interval_ms': 0},
+           'endpoints': [{'name': 'a', 'planes': [dict(plane('a', 0), port='net_ring0')]}]}
+    d = Daemon(args, f'idle_yield_{passes}', cfg).start()
+    spin = subprocess.Popen([sys.executable, '-c', 'while True: pass'],
+                            preexec_fn=lambda: os.sched_setaffinity(0, {1}))
+    try:
+        wait_for('the lcore', lambda: thread_cpu_ns(d.proc.pid, 'rte-worker-1'), timeout=15,
+                 output=d.output())
+        time.sleep(0.3)
+        l0, s0 = thread_cpu_ns(d.proc.pid, 'rte-worker-1'), thread_cpu_ns(spin.pid, 'python3')
+        time.sleep(1)
+        l1, s1 = thread_cpu_ns(d.proc.pid, 'rte-worker-1'), thread_cpu_ns(spin.pid, 'python3')
+    finally:
+        spin.kill()
+        spin.wait()
+        d.proc.send_signal(signal.SIGTERM)
+        code = d.wait()
+    check(code == 0, f'exit status {code}', d.output())
+    check(None not in (l0, l1, s0, s1), 'no CPU time read', d.output())
+    return (l1 - l0) / max(1, s1 - s0)
+
+
+def case_idle_yield(args):
+    spinning = idle_lcore_share(args, 0)
+    yielding = idle_lcore_share(args, 1)
+    # Two busy threads on one CPU share it about evenly; a lcore that yields
+    # after every empty pass gets far less than the busy loop.
+    check(yielding < 0.5 and yielding < spinning / 2,
+          f'lcore/busy loop CPU time: {yielding:.2f} yielding, {spinning:.2f} spinning')
 
 
 def case_bad_config(args):
