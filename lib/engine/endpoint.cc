@@ -229,7 +229,7 @@ void Endpoint::answer_probe(const wire::PacketView& pkt, uint8_t plane, TimeNs n
   out->ev = ev;
   out->wire_ev = q ? &q->evs().entry(ev).value : &kDefaultEv;
   out->is_data = false;
-  out->t = wire::Transport{};
+  clear_transport(out);
   out->t.opcode = wire::Opcode::kProbeReply;
   out->t.dest_qpn = q ? q->attr().dest_qpn : kQpnConnectionless;
   out->t.path_tag = ev;
@@ -256,7 +256,7 @@ Status Endpoint::send_probe(uint32_t peer, uint8_t plane, const wire::WireEv* ev
   out->ev = kNoEv;
   out->wire_ev = ev;
   out->is_data = false;
-  out->t = wire::Transport{};
+  clear_transport(out);
   out->t.opcode = wire::Opcode::kProbeRequest;
   out->t.dest_qpn = kQpnConnectionless;
   out->t.probe.req_id = req_id;
