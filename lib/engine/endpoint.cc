@@ -277,6 +277,7 @@ size_t Endpoint::poll_tx(TxPacket* out, size_t max, TimeNs now) {
   }
   size_t n = 0;
   for (; n < max && !ctrl_.empty(); ctrl_.pop()) out[n++] = ctrl_.front();
+  ctrl_.restart_if_empty();
   // Round-robin over ready QPs, a burst each: one that fills its burst goes
   // back to the tail, one that runs dry leaves until something touches it.
   while (n < max && !ready_.empty()) {
@@ -300,12 +301,14 @@ size_t Endpoint::poll_tx(TxPacket* out, size_t max, TimeNs now) {
 size_t Endpoint::poll_completions(Completion* out, size_t max) {
   size_t n = 0;
   for (; n < max && !cq_.empty(); cq_.pop()) out[n++] = cq_.front();
+  cq_.restart_if_empty();
   return n;
 }
 
 size_t Endpoint::poll_events(Event* out, size_t max) {
   size_t n = 0;
   for (; n < max && !events_.empty(); events_.pop()) out[n++] = events_.front();
+  events_.restart_if_empty();
   return n;
 }
 
