@@ -229,7 +229,7 @@ void Endpoint::answer_probe(const wire::PacketView& pkt, uint8_t plane, TimeNs n
   out->ev = ev;
   out->wire_ev = q ? &q->evs().entry(ev).value : &kDefaultEv;
   out->is_data = false;
-  out->t = wire::Transport{};
+  clear_transport(out);
   out->t.opcode = wire::Opcode::kProbeReply;
   out->t.dest_qpn = q ? q->attr().dest_qpn : kQpnConnectionless;
   out->t.path_tag = ev;
@@ -256,7 +256,7 @@ Status Endpoint::send_probe(uint32_t peer, uint8_t plane, const wire::WireEv* ev
   out->ev = kNoEv;
   out->wire_ev = ev;
   out->is_data = false;
-  out->t = wire::Transport{};
+  clear_transport(out);
   out->t.opcode = wire::Opcode::kProbeRequest;
   out->t.dest_qpn = kQpnConnectionless;
   out->t.probe.req_id = req_id;
@@ -277,6 +277,7 @@ size_t Endpoint::poll_tx(TxPacket* out, size_t max, TimeNs now) {
   }
   size_t n = 0;
   for (; n < max && !ctrl_.empty(); ctrl_.pop()) out[n++] = ctrl_.front();
+  ctrl_.restart_if_empty();
   // Round-robin over ready QPs, a burst each: one that fills its burst goes
   // back to the tail, one that runs dry leaves until something touches it.
   while (n < max && !ready_.empty()) {
@@ -300,12 +301,14 @@ size_t Endpoint::poll_tx(TxPacket* out, size_t max, TimeNs now) {
 size_t Endpoint::poll_completions(Completion* out, size_t max) {
   size_t n = 0;
   for (; n < max && !cq_.empty(); cq_.pop()) out[n++] = cq_.front();
+  cq_.restart_if_empty();
   return n;
 }
 
 size_t Endpoint::poll_events(Event* out, size_t max) {
   size_t n = 0;
   for (; n < max && !events_.empty(); events_.pop()) out[n++] = events_.front();
+  events_.restart_if_empty();
   return n;
 }
 

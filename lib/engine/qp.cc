@@ -178,7 +178,7 @@ void Qp::fill_tx(TxPacket* out, uint32_t ev, wire::Opcode op) const {
   out->ev = ev;
   out->wire_ev = &e.value;
   out->is_data = wire::is_data(op);
-  out->t = wire::Transport{};
+  clear_transport(out);
   out->t.opcode = op;
   out->t.dest_qpn = attr_.dest_qpn;
   out->t.path_tag = ev;

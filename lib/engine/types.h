@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "engine/path/ev_set.h"
 #include "wire/packet.h"
@@ -79,6 +80,13 @@ struct TxPacket {
   const uint8_t* payload = nullptr;
   uint32_t payload_len = 0;
 };
+
+// Resets p->t to a default Transport in place. `p->t = wire::Transport{}`
+// builds a temporary with narrow stores and copies it with wide loads, which
+// then wait for those stores to reach the cache: a stall per control packet.
+inline void clear_transport(TxPacket* p) {
+  std::construct_at(&p->t);
+}
 
 enum class EventType : uint8_t {
   kEvStateChange,  // `ev` holds the change

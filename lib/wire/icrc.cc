@@ -3,9 +3,10 @@
 // Three engines compute the same function. On x86-64, carry-less multiply
 // folding: VPCLMULQDQ over four 512-bit lanes (256 bytes a turn) where the
 // CPU has AVX-512, else PCLMULQDQ over four 128-bit lanes, then one lane at
-// a time; a stream of at most 143 bytes (a header-only packet) folds every
+// a time; a stream of at most 207 bytes (a header-only packet) folds every
 // block straight onto its last one, all multiplies at once, since its
-// latency is what a packet waits for. A last partial block is shifted into
+// latency is what a packet waits for (icrc_short(): without a partial last
+// block, unrolled). A last partial block is shifted into
 // place with PSHUFB, so any stream of 16 bytes or more is folded whole.
 // Slicing-by-8 tables do the rest: streams under 16 bytes and CPUs without
 // PCLMULQDQ. The folding constants are powers of x modulo the CRC-32
@@ -24,6 +25,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstring>
+#include <utility>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -82,20 +84,41 @@ constexpr uint32_t kIcrcSeed = [] {
   return s;
 }();
 
+// kIcrcSeedBefore[z]: the state that z zero bytes take to kIcrcSeed, so that
+// an ICRC may start z bytes early, on zeros (icrc_short()). One zero byte
+// maps s to (s >> 8) ^ T[s & 0xff], whose top byte names s & 0xff: the
+// top bytes of the 256 table entries are all different.
+constexpr std::array<uint32_t, 16> kIcrcSeedBefore = [] {
+  std::array<uint32_t, 16> seed{};
+  uint32_t t = kIcrcSeed;
+  for (size_t z = 0; z < 16; ++z) {
+    seed[z] = t;
+    uint32_t low = 0;
+    while (kTables[0][low] >> 24 != t >> 24) ++low;
+    t = (t ^ kTables[0][low]) << 8 | low;
+  }
+  return seed;
+}();
+static_assert(crc_byte(crc_byte(kIcrcSeedBefore[2], 0), 0) == kIcrcSeed);
+
 // Ones over the variant fields of one header layout, from the IP header on
 // (IPv6 + SRH + UDP + BTH at most: 84 bytes), zero up to kShortBlocks
-// blocks, which the short-stream fold reads whole.
-constexpr size_t kShortBlocks = 8;
+// blocks, which the short-stream folds read whole. Twelve blocks hold a
+// header-only packet, or one with a payload of up to 64-odd bytes.
+constexpr size_t kShortBlocks = 12;
 struct IcrcMask {
-  std::array<uint8_t, 16 * kShortBlocks> bytes{};
+  // 16 zero bytes, then the mask: icrc_short() loads blocks that start
+  // up to 15 bytes before the stream.
+  std::array<uint8_t, 16 + 16 * kShortBlocks> padded{};
   size_t len = 0;     // up to and including the last variant byte
   size_t blocks = 0;  // 16-byte blocks that hold variant bytes
+  constexpr const uint8_t* bytes() const { return padded.data() + 16; }
 };
 
 constexpr IcrcMask make_mask(bool v4, bool srh, bool srv6) {
   IcrcMask m;
   const auto ones = [&m](size_t off, size_t n) {
-    for (size_t i = off; i < off + n; ++i) m.bytes[i] = 0xff;
+    for (size_t i = off; i < off + n; ++i) m.padded[16 + i] = 0xff;
   };
   size_t udp = 0;
   if (v4) {
@@ -104,7 +127,7 @@ constexpr IcrcMask make_mask(bool v4, bool srh, bool srv6) {
     ones(offsetof(Ipv4Hdr, checksum), 2);
     udp = sizeof(Ipv4Hdr);
   } else {
-    m.bytes[0] = 0x0f;  // traffic class and flow label, below the version
+    m.padded[16] = 0x0f;  // traffic class and flow label, below the version
     ones(1, 3);
     ones(offsetof(Ipv6Hdr, hop_limit), 1);
     // uSID forwarding shifts the destination and consumes SRH segments.
@@ -132,7 +155,7 @@ const IcrcMask& mask_of(const IcrcLayout& layout) {
 }
 
 uint32_t crc_masked_tables(uint32_t state, const uint8_t* p, size_t len, const IcrcMask& m) {
-  const uint8_t* mask = m.bytes.data();
+  const uint8_t* mask = m.bytes();
   size_t i = 0;
   for (; i + 8 <= std::min(len, m.len); i += 8)
     state = crc_word(state, load_le32(p + i) | load_le32(mask + i),
@@ -388,13 +411,14 @@ SOFTMRC_CLMUL uint32_t reduce(__m128i x) {
 // mask->blocks blocks, and then s.len >= 16 * mask->blocks.
 SOFTMRC_CLMUL __m128i fold_stream(bool wide, uint32_t state, Stream& s, const IcrcMask* mask) {
   __m128i x = load128(s.p);
-  if (mask != nullptr) x = _mm_or_si128(x, load128(mask->bytes.data()));
+  if (mask != nullptr) x = _mm_or_si128(x, load128(mask->bytes()));
   x = _mm_xor_si128(x, _mm_cvtsi32_si128(static_cast<int>(state)));
   s.p += 16;
   s.len -= 16;
   if (mask != nullptr) {
     for (size_t i = 1; i < mask->blocks; ++i, s.p += 16, s.len -= 16)
-      x = fold128(x, pair128(kFold128), _mm_or_si128(load128(s.p), load128(&mask->bytes[16 * i])));
+      x = fold128(x, pair128(kFold128),
+                  _mm_or_si128(load128(s.p), load128(mask->bytes() + 16 * i)));
   }
   return fold_blocks<false>(wide, x, s);
 }
@@ -406,16 +430,61 @@ SOFTMRC_CLMUL __m128i fold_short(uint32_t state, const uint8_t* p, size_t n, con
   const __m128i first = _mm_cvtsi32_si128(static_cast<int>(state));
   __m128i x = _mm_setzero_si128();
   for (size_t i = 0; i + 1 < n; ++i) {
-    __m128i b = _mm_or_si128(load128(p + 16 * i), load128(&mask.bytes[16 * i]));
+    __m128i b = _mm_or_si128(load128(p + 16 * i), load128(mask.bytes() + 16 * i));
     if (i == 0) b = _mm_xor_si128(b, first);
     const __m128i k = pair128(kFoldBlocks[n - 1 - i]);
     x = _mm_xor_si128(
         x, _mm_xor_si128(_mm_clmulepi64_si128(b, k, 0x00), _mm_clmulepi64_si128(b, k, 0x11)));
   }
   const size_t last = 16 * (n - 1);
-  __m128i b = _mm_or_si128(load128(p + last), load128(&mask.bytes[last]));
+  __m128i b = _mm_or_si128(load128(p + last), load128(mask.bytes() + last));
   if (n == 1) b = _mm_xor_si128(b, first);
   return _mm_xor_si128(x, b);
+}
+
+// The ICRC state after the h bytes at l3 (16 <= h <= 16 * kShortBlocks),
+// `mask` OR-ed over them: a header-only packet, or one with a short
+// payload. The stream is taken as z = 16 * N - h zero bytes and then the
+// h bytes, so that it ends on a block boundary (no partial last block to
+// shift in); the zeros start from the state that brings them to the seed.
+// Each block is folded straight onto the last: N independent multiplies,
+// unrolled for each N.
+template <size_t N>
+SOFTMRC_CLMUL uint32_t icrc_short(const uint8_t* mask, const uint8_t* l3, size_t h) {
+  const size_t z = 16 * N - h;
+  // Block 0 is the stream's first 16 bytes moved up by z, behind zeros;
+  // the others are loaded z bytes early, as is every block of the mask.
+  __m128i b = _mm_shuffle_epi8(load128(l3), load128(kShift + 16 - z));
+  b = _mm_or_si128(b, load128(mask - z));
+  b = _mm_xor_si128(b, _mm_cvtsi32_si128(static_cast<int>(kIcrcSeedBefore[z])));
+  if constexpr (N == 1) {
+    return reduce(b);
+  } else {
+    __m128i k = pair128(kFoldBlocks[N - 1]);
+    __m128i x = _mm_xor_si128(_mm_clmulepi64_si128(b, k, 0x00), _mm_clmulepi64_si128(b, k, 0x11));
+#pragma GCC unroll 16
+    for (size_t i = 1; i + 1 < N; ++i) {
+      b = _mm_or_si128(load128(l3 + 16 * i - z), load128(mask + 16 * i - z));
+      k = pair128(kFoldBlocks[N - 1 - i]);
+      x = _mm_xor_si128(
+          x, _mm_xor_si128(_mm_clmulepi64_si128(b, k, 0x00), _mm_clmulepi64_si128(b, k, 0x11)));
+    }
+    b = _mm_or_si128(load128(l3 + 16 * (N - 1) - z), load128(mask + 16 * (N - 1) - z));
+    return reduce(_mm_xor_si128(x, b));
+  }
+}
+
+using IcrcShortFn = uint32_t (*)(const uint8_t*, const uint8_t*, size_t);
+template <size_t... I>
+constexpr std::array<IcrcShortFn, sizeof...(I)> icrc_short_table(std::index_sequence<I...>) {
+  return {icrc_short<I + 1>...};
+}
+// kIcrcShort[N - 1] is icrc_short<N>.
+constexpr auto kIcrcShort = icrc_short_table(std::make_index_sequence<kShortBlocks>{});
+
+// Whether icrc_short() takes h bytes.
+constexpr bool icrc_is_short(size_t h) {
+  return h >= 16 && h <= 16 * kShortBlocks;
 }
 
 // A stream of len >= 16 bytes; with a mask, len >= 16 * mask->blocks.
@@ -529,6 +598,8 @@ uint32_t icrc_of(const IcrcLayout& layout, std::span<const uint8_t> headers,
   const size_t h = headers.size() - layout.l3_offset;
 #if defined(__x86_64__)
   const CrcEngine e = engine();
+  if (e != CrcEngine::kTables && payload.empty() && icrc_is_short(h))
+    return crc32_final(kIcrcShort[(h + 15) / 16 - 1](m.bytes(), l3, h));
   if (e != CrcEngine::kTables && h >= 16 * m.blocks && payload.size() >= 16)
     return icrc_folded<false>(e == CrcEngine::kVpclmul, m, l3, h, nullptr, payload.data(),
                               payload.size());
@@ -546,6 +617,8 @@ uint32_t icrc_copy(const IcrcLayout& layout, uint8_t* frame, size_t hlen,
   const size_t len = payload.size();
 #if defined(__x86_64__)
   const CrcEngine e = engine();
+  if (e != CrcEngine::kTables && len == 0 && icrc_is_short(h))
+    return crc32_final(kIcrcShort[(h + 15) / 16 - 1](m.bytes(), l3, h));
   if (e != CrcEngine::kTables && h >= 16 * m.blocks && len >= 16)
     return icrc_folded<true>(e == CrcEngine::kVpclmul, m, l3, h, frame + hlen, payload.data(), len);
 #endif
