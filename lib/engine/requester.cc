@@ -388,6 +388,7 @@ void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
       fb.code == wire::NackCode::kNone && on_latest_copy && !ref_slot->retransmitted;
   // Feedback on the tail probe's copy itself.
   const bool answers_probe = on_latest_copy && ref == tlp_psn_;
+  const TimeNs ref_sent_ns = on_latest_copy ? ref_slot->sent_ns : 0;
 
   uint32_t acked_bytes = 0;
   bool progress = false;
@@ -453,7 +454,7 @@ void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
   if ((fb.flags & wire::kFbEcnEcho) && fb.echo_tag < evs_.size()) evs_.on_ecn(fb.echo_tag, now);
   if (fb.window_mpr != 0) peer_window_psns_ = uint32_t{fb.window_mpr} * kMprUnitPsns;
   if (acked_bytes > 0 || rtt_ns > 0 || ecn)
-    cc_.on_ack(AckSample{acked_bytes, inflight_bytes_, rtt_ns, ecn}, now);
+    cc_.on_ack(AckSample{acked_bytes, inflight_bytes_, rtt_ns, ecn, ref_sent_ns}, now);
 
   detect_losses(now);
   if (progress) {
