@@ -27,7 +27,8 @@ constexpr uint32_t kPortStatusCopies = 2;  // sent on different planes
 constexpr uint32_t kMaxBackoffShift = 25;  // 1.024 us * 2^24 * 2^25 stays far below 2^64
 constexpr TimeNs kRttMaxDecay = 64;        // per RTT sample, the max loses 1/64
 constexpr uint32_t kReorderRelaxLosses = 16;
-constexpr uint32_t kMaxTailProbes = 2;  // between two progresses
+constexpr uint32_t kReorderRelaxRounds = 16;  // round trips without a duplicate
+constexpr uint32_t kMaxTailProbes = 2;        // between two progresses
 
 }  // namespace
 
@@ -219,6 +220,10 @@ void Qp::build_data(uint32_t psn, uint32_t ev, bool retransmit, TimeNs now, TxPa
   ++counters_.tx_data_packets;
   counters_.tx_data_bytes += sl.len;
   if (retransmit) ++counters_.retransmits[static_cast<size_t>(sl.cause)];
+  if (retransmit && sl.cause == RetxCause::kTailProbe) {
+    probe_copy_psn_ = psn;
+    probe_copy_ev_ = ev;
+  }
   if (rto_deadline_ == kNever) rto_deadline_ = now + rto_interval();
   if (!retransmit && srtt_ns_ != 0) tlp_deadline_ = now + probe_timeout();
 }
@@ -436,12 +441,33 @@ void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
 
   // A duplicate reached the responder: a copy was resent that had not been
   // lost. Unless it was a tail probe (which expects that), reordering is
-  // deeper than the window assumed, so widen it (RACK's response to a DSACK).
+  // deeper than the window assumed, so widen it (RACK's response to a DSACK),
+  // once per round trip: the duplicates of one episode (a burst of resends
+  // after the sender was held up) are one lesson, not one each, and used to
+  // take the window to its maximum at once.
+  if (dsack_round_open_ && !psn_before(snd_una_, dsack_round_end_)) dsack_round_open_ = false;
+  // Widening is forgotten too, a step per 16 round trips without a
+  // duplicate, down to where it started: a sender held up by its CPU makes
+  // packets overtake each other by milliseconds now and then, and each such
+  // episode used to leave the window wider for good (a blackholed plane's
+  // losses then took five RTTs to be declared).
+  if (!psn_before(snd_una_, quiet_round_end_)) {
+    quiet_round_end_ = snd_nxt_;
+    if (++quiet_rounds_ >= kReorderRelaxRounds) {
+      quiet_rounds_ = 0;
+      if (reorder_mult_ > kInitialReorderMult) --reorder_mult_;
+    }
+  }
   if (fb.flags & wire::kFbDuplicate) {
     ++counters_.duplicate_feedback;
-    if (!answers_probe) {
-      reorder_mult_ = std::min(reorder_mult_ + 1, kMaxReorderMult);
+    if (!answers_probe && !(ref == probe_copy_psn_ && fb.echo_tag == probe_copy_ev_)) {
+      if (!dsack_round_open_) {
+        reorder_mult_ = std::min(reorder_mult_ + 1, kMaxReorderMult);
+        dsack_round_open_ = true;
+        dsack_round_end_ = snd_nxt_;
+      }
       losses_since_dup_ = 0;
+      quiet_rounds_ = 0;
     }
   } else if (answers_probe && fb.code == wire::NackCode::kNone) {
     // The probe's copy was news to the responder: the transmission it

@@ -390,6 +390,62 @@ TEST(Sack, DuplicateAnsweringATailProbeDoesNotWidenTheReorderWindow) {
   ASSERT_EQ(q.completions().size(), 1u);
 }
 
+// The original's ACK came first and ended the probe episode; the probe's
+// duplicate, arriving after it, is still no lesson about reordering.
+TEST(Sack, DuplicateOfATailProbeAfterProgressDoesNotWidenTheReorderWindow) {
+  OneQp q;
+  ASSERT_TRUE(q.write(1, 0, 2 * 1024).ok());
+  const auto tx = q.tx(0);
+  q.ep.on_packet(q.ack(101, 100, tx[0].ev), 0, 4'000);
+  const auto probe = q.tx(16'000);
+  ASSERT_EQ(probe.size(), 1u);
+  q.ep.on_packet(q.ack(102, 101, tx[1].ev), 0, 18'000);
+  ASSERT_EQ(q.completions().size(), 1u);
+  q.ep.on_packet(q.ack(102, 101, probe[0].ev, {}, NackCode::kNone, wire::kFbDuplicate), 0, 20'000);
+  EXPECT_EQ(q.qp().counters().duplicate_feedback, 1u);
+  EXPECT_EQ(q.qp().reorder_mult(), kInitialReorderMult);
+}
+
+// RACK's DSACK rounds: the duplicates of one round trip widen the reorder
+// window once; a duplicate after the cumulative ACK passed what was in
+// flight then widens it again.
+TEST(Sack, DuplicatesWidenTheReorderWindowOncePerRoundTrip) {
+  OneQp q;
+  ASSERT_TRUE(q.write(1, 0, 4 * 1024).ok());
+  const auto tx = q.tx(0);
+  ASSERT_EQ(tx.size(), 4u);
+  q.ep.on_packet(q.ack(101, 100, tx[0].ev, {}, NackCode::kNone, wire::kFbDuplicate), 0, 4'000);
+  q.ep.on_packet(q.ack(102, 101, tx[1].ev, {}, NackCode::kNone, wire::kFbDuplicate), 0, 4'100);
+  q.ep.on_packet(q.ack(103, 102, tx[2].ev, {}, NackCode::kNone, wire::kFbDuplicate), 0, 4'200);
+  EXPECT_EQ(q.qp().counters().duplicate_feedback, 3u);
+  EXPECT_EQ(q.qp().reorder_mult(), kInitialReorderMult + 1);
+  q.ep.on_packet(q.ack(104, 103, tx[3].ev), 0, 4'300);  // the round is over
+  ASSERT_TRUE(q.write(2, 0, 2 * 1024).ok());
+  const auto next = q.tx(5'000);
+  ASSERT_EQ(next.size(), 2u);
+  q.ep.on_packet(q.ack(105, 104, next[0].ev, {}, NackCode::kNone, wire::kFbDuplicate), 0, 9'000);
+  EXPECT_EQ(q.qp().reorder_mult(), kInitialReorderMult + 2);
+}
+
+// And forgets it a step per 16 round trips without a duplicate, down to
+// where it started.
+TEST(Sack, ReorderWindowNarrowsBackAfterSixteenRoundTripsWithoutDuplicates) {
+  OneQp q;
+  ASSERT_TRUE(q.write(1, 0, 2 * 1024).ok());
+  const auto tx = q.tx(0);
+  q.ep.on_packet(q.ack(101, 100, tx[0].ev, {}, NackCode::kNone, wire::kFbDuplicate), 0, 4'000);
+  ASSERT_EQ(q.qp().reorder_mult(), kInitialReorderMult + 1);
+  q.ep.on_packet(q.ack(102, 101, tx[1].ev), 0, 4'100);  // round trip 1
+  TimeNs now = 5'000;
+  for (uint32_t round = 2; round <= 17; ++round, now += 1'000) {
+    ASSERT_TRUE(q.write(round, 0, 1024).ok());
+    const auto one = q.tx(now);
+    ASSERT_EQ(one.size(), 1u);
+    q.ep.on_packet(q.ack(psn_add(one[0].t.psn, 1), one[0].t.psn, one[0].ev), 0, now + 500);
+    EXPECT_EQ(q.qp().reorder_mult(), kInitialReorderMult + (round < 16 ? 1 : 0)) << round;
+  }
+}
+
 TEST(Sack, AcknowledgementOfAPsnNeverSentIsIgnored) {
   OneQp q;
   ASSERT_TRUE(q.write(1, 0, 100).ok());
