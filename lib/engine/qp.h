@@ -172,6 +172,7 @@ class Qp {
   TimeNs rto_interval() const;
   void mark_lost(uint32_t psn, RetxCause cause, bool ev_penalty, TimeNs now);
   void detect_losses(TimeNs now);
+  void requeue_overtaken_on(uint32_t ev, TimeNs now);
   TimeNs probe_timeout() const;
   void on_tail_probe(TimeNs now);
   void complete_sends(Sinks& s);

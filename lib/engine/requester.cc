@@ -335,13 +335,32 @@ void Qp::detect_losses(TimeNs now) {
     // a broken path, which blacklisting answers; only a loss the paths
     // cannot explain is congestion for NSCC.
     const uint32_t ev = slot(list_head_).ev;
+    const bool was_usable = evs_.usable(ev);
     mark_lost(list_head_, RetxCause::kSack, true, now);
-    if (evs_.usable(ev)) cc_.on_loss(inflight_bytes_, now);
+    if (evs_.usable(ev))
+      cc_.on_loss(inflight_bytes_, now);
+    else if (was_usable)
+      requeue_overtaken_on(ev, now);
     // The window shrinks back after enough losses without a duplicate.
     if (++losses_since_dup_ >= kReorderRelaxLosses && reorder_mult_ > kMinReorderMult) {
       --reorder_mult_;
       losses_since_dup_ = 0;
     }
+  }
+}
+
+// The loss just took `ev` out of use: the path is taken for broken, so
+// whatever else on it was overtaken too is resent now, not one reorder
+// window later each. On a blackholed plane those packets, sent while its
+// EVs were still in use, held the oldest message (and so the sender's
+// window of messages) for that long again.
+void Qp::requeue_overtaken_on(uint32_t ev, TimeNs now) {
+  for (uint32_t p = list_head_; p != kNil;) {
+    const TxSlot& sl = slot(p);
+    if (sl.tx_seq + tuning_.reorder_threshold > largest_acked_tx_seq_) break;
+    const uint32_t next = sl.next;
+    if (sl.ev == ev) mark_lost(p, RetxCause::kSack, false, now);
+    p = next;
   }
 }
 

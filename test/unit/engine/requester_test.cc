@@ -321,6 +321,40 @@ TEST(Sack, HoleIsResentOnceOvertakenByEnoughLaterPacketsAndOlderThanTheReorderWi
   EXPECT_EQ(ev[0].ev.new_state, EvState::kAssumedBad);
 }
 
+// A loss that takes its EV out of use resends, with it, whatever else on
+// that EV was overtaken, however young: the path is taken for broken.
+TEST(Sack, LossThatBlacklistsAnEvResendsTheOvertakenPacketsOnItAtOnce) {
+  OneQp q;  // 2 planes x 2 EVs
+  ASSERT_TRUE(q.write(1, 0, 4 * 1024).ok());
+  const auto first = q.tx(0);
+  ASSERT_EQ(first.size(), 4u);
+  ASSERT_TRUE(q.write(2, 0, 4 * 1024).ok());
+  const auto second = q.tx(3'000);
+  ASSERT_EQ(second.size(), 4u);
+  const uint32_t dead = first[0].ev;  // PSN 100
+  std::vector<uint32_t> acked;
+  uint32_t young = 0;  // the second batch's packet on the dead EV
+  for (const TxPacket& p : second) {
+    if (p.ev == dead)
+      young = p.t.psn;
+    else
+      acked.push_back(p.t.psn);
+  }
+  ASSERT_NE(young, 0u);
+  q.ep.on_packet(q.ack(100, 103, first[3].ev, {101, 102, 103}), 0, 4'000);  // RTT 4 us
+  q.ep.on_packet(q.ack(100, acked.back(), second.back().ev, acked), 0, 6'000);
+  // PSN 100 leaves the reorder window at 0 + 4 + 4 * 3.875 / 4 us; the
+  // young packet, sent at 3 us, would stay in it until 10.875 us.
+  const TimeNs deadline = q.ep.next_wakeup();
+  ASSERT_LT(deadline, 8'000u);
+  const auto resent = q.tx(deadline);
+  ASSERT_EQ(resent.size(), 2u);
+  EXPECT_EQ(resent[0].t.psn, 100u);
+  EXPECT_EQ(resent[1].t.psn, young);
+  EXPECT_EQ(q.qp().evs().state(dead), EvState::kAssumedBad);
+  EXPECT_EQ(q.qp().evs().counters(dead).losses, 1u) << "one loss blamed it";
+}
+
 TEST(Sack, HoleOvertakenByTooFewPacketsWaitsForTheTailProbe) {
   OneQpConfig cfg;  // ack_delay 4 us
   cfg.tuning.reorder_threshold = 8;
