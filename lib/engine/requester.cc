@@ -327,7 +327,12 @@ void Qp::detect_losses(TimeNs now) {
   while (list_head_ != kNil) {
     const TxSlot& head = slot(list_head_);
     if (head.tx_seq + tuning_.reorder_threshold > largest_acked_tx_seq_) break;
-    if (now < head.sent_ns + window) {
+    // On an EV already found broken, overtaken is enough: waiting out the
+    // window for each packet sent there before its EV was found out held
+    // the oldest message (and the sender's window of messages) a window
+    // longer after a plane was blackholed.
+    const bool broken_path = evs_.state(head.ev) == EvState::kAssumedBad;
+    if (!broken_path && now < head.sent_ns + window) {
       loss_deadline_ = head.sent_ns + window;
       break;
     }

@@ -355,6 +355,39 @@ TEST(Sack, LossThatBlacklistsAnEvResendsTheOvertakenPacketsOnItAtOnce) {
   EXPECT_EQ(q.qp().evs().counters(dead).losses, 1u) << "one loss blamed it";
 }
 
+// A packet on an EV found broken is lost as soon as it is overtaken, without
+// waiting out the reorder window.
+TEST(Sack, OvertakenPacketOnAnAssumedBadEvIsResentWithoutWaitingForTheWindow) {
+  OneQp q;  // 2 planes x 2 EVs
+  ASSERT_TRUE(q.write(1, 0, 4 * 1024).ok());
+  const auto first = q.tx(0);
+  ASSERT_EQ(first.size(), 4u);
+  ASSERT_TRUE(q.write(2, 0, 4 * 1024).ok());
+  const auto second = q.tx(3'000);
+  ASSERT_EQ(second.size(), 4u);
+  const uint32_t dead = first[0].ev;  // PSN 100
+  std::vector<uint32_t> acked;
+  uint32_t young = 0;  // the second batch's packet on the dead EV
+  for (const TxPacket& p : second) {
+    if (p.ev == dead)
+      young = p.t.psn;
+    else
+      acked.push_back(p.t.psn);
+  }
+  ASSERT_NE(young, 0u);
+  q.ep.on_packet(q.ack(100, 103, first[3].ev, {101, 102, 103}), 0, 4'000);  // RTT 4 us
+  const auto resent = q.tx(q.ep.next_wakeup());  // 100 leaves the window: its EV is found broken
+  ASSERT_EQ(resent.size(), 1u) << "the young packet was not overtaken yet";
+  EXPECT_EQ(resent[0].t.psn, 100u);
+  ASSERT_EQ(q.qp().evs().state(dead), EvState::kAssumedBad);
+  acked.insert(acked.begin(), resent[0].t.psn);
+  q.ep.on_packet(q.ack(100, acked.back(), second.back().ev, acked), 0, 8'500);
+  // The window would keep it (sent at 3 us) until after 10 us.
+  const auto now_lost = q.tx(8'500);
+  ASSERT_EQ(now_lost.size(), 1u);
+  EXPECT_EQ(now_lost[0].t.psn, young);
+}
+
 TEST(Sack, HoleOvertakenByTooFewPacketsWaitsForTheTailProbe) {
   OneQpConfig cfg;  // ack_delay 4 us
   cfg.tuning.reorder_threshold = 8;
