@@ -6,7 +6,7 @@ us each way; plane 2 goes down at 2 s, plane 1 is blackholed at 4 s) a few
 times and collects what its summary says about each failure: goodput before
 and after, the time until goodput was back to 3/4 of before (in ms and in
 base RTTs), the lowest goodput meanwhile, and the longest pause of the
-link's lcore after the failure. Every run must also verify every byte with
+link's lcore from 10 ms before the failure on. Every run must also verify every byte with
 no error. Prints one row per run and failure, then the median and the
 worst per failure over the runs whose lcore never paused for 1 ms or more
 (a pause that long is the machine descheduling it, not MRC). Run it on a

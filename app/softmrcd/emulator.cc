@@ -259,6 +259,7 @@ void DeliveryTrace::init(uint64_t bin_ns, uint32_t pre_bins, uint32_t post_bins,
   // Bins [fault - pre, fault + post) are all still here when the first
   // bin after them starts.
   ring_.assign(size_t{pre_bins} + post_bins + 1, 0);
+  stall_ring_.assign(ring_.size(), 0);
   captures_.assign(max_captures, Capture{});
   for (Capture& c : captures_) c.bins.assign(size_t{pre_bins} + post_bins, 0);
   num_captures_ = 0;
@@ -275,6 +276,7 @@ void DeliveryTrace::add(uint64_t now_ns, uint64_t bytes) {
   if (bin > cur_) advance(bin);
   ring_[cur_ % ring_.size()] += bytes;
   const uint64_t gap = now_ns - std::min(now_ns, last_add_ns_);
+  stall_ring_[cur_ % ring_.size()] = std::max(stall_ring_[cur_ % ring_.size()], gap);
   for (uint32_t i = 0; i < num_captures_; ++i)
     if (!captures_[i].done) captures_[i].max_stall_ns = std::max(captures_[i].max_stall_ns, gap);
   last_add_ns_ = now_ns;
@@ -292,7 +294,7 @@ void DeliveryTrace::advance(uint64_t bin) {
   }
   const uint64_t size = ring_.size();
   for (uint64_t b = std::max(cur_ + 1, bin >= size ? bin - size + 1 : 0); b <= bin; ++b)
-    ring_[b % size] = 0;
+    ring_[b % size] = stall_ring_[b % size] = 0;
   cur_ = bin;
 }
 
@@ -319,7 +321,14 @@ bool DeliveryTrace::mark(uint64_t now_ns, uint32_t tag) {
   c.fault_bin = now_ns / bin_ns_;
   c.done = false;
   c.num_bins = 0;
+  // Stalls in the bins still held from kStallLookbackNs before on.
+  const uint64_t size = ring_.size();
+  const uint64_t lookback = std::min<uint64_t>(kStallLookbackNs / bin_ns_, size - 1);
   c.max_stall_ns = 0;
+  const uint64_t oldest_held = cur_ + 1 >= size ? cur_ + 1 - size : 0;
+  for (uint64_t b = std::max({first_, oldest_held, c.fault_bin - std::min(c.fault_bin, lookback)});
+       b <= cur_; ++b)
+    c.max_stall_ns = std::max(c.max_stall_ns, stall_ring_[b % size]);
   return true;
 }
 

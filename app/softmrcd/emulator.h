@@ -175,6 +175,11 @@ class EmulatedHop {
 // of the window around chosen moments (faults) for a later look.
 class DeliveryTrace {
  public:
+  // A stall this shortly before the moment still shapes what follows it:
+  // a sender held up for milliseconds comes back to spurious losses, EVs
+  // taken out of use and one plane's queue full.
+  static constexpr uint64_t kStallLookbackNs = 10'000'000;
+
   struct Capture {
     uint64_t at_ns = 0;          // the moment
     uint32_t tag = 0;            // the caller's
@@ -182,7 +187,8 @@ class DeliveryTrace {
     uint32_t first_bin = 0;      // bins before this one were before the trace began
     uint32_t num_bins = 0;       // bins filled
     bool done = false;           // the whole post window was seen
-    uint64_t max_stall_ns = 0;   // the longest time between two add()s after the moment
+    uint64_t max_stall_ns = 0;   // the longest time between two add()s from kStallLookbackNs
+                                 // before the moment on
     uint64_t fault_bin = 0;      // the moment's bin, counted from time 0
     std::vector<uint64_t> bins;  // bytes per bin
   };
@@ -208,9 +214,10 @@ class DeliveryTrace {
   uint64_t bin_ns_ = 0;
   uint32_t pre_bins_ = 0;
   uint32_t post_bins_ = 0;
-  std::vector<uint64_t> ring_;  // bins [cur_ - size + 1, cur_], by bin % size
-  uint64_t cur_ = 0;            // the bin being filled
-  uint64_t first_ = 0;          // the first bin ever filled
+  std::vector<uint64_t> ring_;        // bins [cur_ - size + 1, cur_], by bin % size
+  std::vector<uint64_t> stall_ring_;  // the same bins: the longest gap between add()s ending there
+  uint64_t cur_ = 0;                  // the bin being filled
+  uint64_t first_ = 0;                // the first bin ever filled
   uint64_t last_add_ns_ = 0;
   bool started_ = false;
   std::vector<Capture> captures_;

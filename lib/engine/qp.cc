@@ -51,12 +51,18 @@ void Qp::reset() {
   loss_deadline_ = kNever;
   tlp_deadline_ = kNever;
   tlp_psn_ = kNil;
+  probe_copy_psn_ = kNil;
+  probe_copy_ev_ = kNoEv;
   tail_probes_ = 0;
   retries_ = 0;
   srtt_ns_ = 0;
   rtt_max_ns_ = 0;
   reorder_mult_ = kInitialReorderMult;
   losses_since_dup_ = 0;
+  dsack_round_open_ = false;
+  dsack_round_end_ = 0;
+  quiet_round_end_ = 0;
+  quiet_rounds_ = 0;
   epsn_ = rx_high_ = 0;
   rx_window_psns_ = 0;
   wimm_pending_ = 0;
@@ -136,6 +142,7 @@ void Qp::enter_rtr(TimeNs now) {
 
 void Qp::enter_rts() {
   snd_una_ = snd_nxt_ = attr_.sq_psn;
+  quiet_round_end_ = snd_una_;
   peer_window_psns_ = uint32_t{attr_.mpr} * kMprUnitPsns;
   state_ = QpState::kRts;
 }

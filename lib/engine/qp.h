@@ -172,6 +172,7 @@ class Qp {
   TimeNs rto_interval() const;
   void mark_lost(uint32_t psn, RetxCause cause, bool ev_penalty, TimeNs now);
   void detect_losses(TimeNs now);
+  void requeue_overtaken_on(uint32_t ev, TimeNs now);
   TimeNs probe_timeout() const;
   void on_tail_probe(TimeNs now);
   void complete_sends(Sinks& s);
@@ -229,11 +230,19 @@ class Qp {
   uint32_t tlp_psn_ = kNil;        // the latest tail probe since the last progress
   uint32_t tail_probes_ = 0;       // tail probes since the last progress
   uint32_t tlp_lost_ev_ = kNoEv;   // the EV of the transmission the latest probe stands in for
-  uint32_t retries_ = 0;           // timeouts since the last progress
+  // The latest tail probe's copy, kept past progress: its duplicate, which
+  // may arrive after the original's ACK, says nothing about reordering.
+  uint32_t probe_copy_psn_ = kNil;
+  uint32_t probe_copy_ev_ = kNoEv;
+  uint32_t retries_ = 0;  // timeouts since the last progress
   TimeNs srtt_ns_ = 0;
   TimeNs rtt_max_ns_ = 0;                        // slowest recent RTT sample, decaying
   uint32_t reorder_mult_ = kInitialReorderMult;  // reorder window slack, in quarter smoothed RTTs
   uint32_t losses_since_dup_ = 0;                // SACK losses since the last duplicate feedback
+  bool dsack_round_open_ = false;  // the window was widened; not again before snd_una passes...
+  uint32_t dsack_round_end_ = 0;   // ...this, snd_nxt at the time
+  uint32_t quiet_round_end_ = 0;   // a round trip ends when snd_una passes this
+  uint32_t quiet_rounds_ = 0;      // round trips since the last duplicate
   uint16_t probe_req_id_ = 0;
 
   // Responder.

@@ -27,7 +27,8 @@ constexpr uint32_t kPortStatusCopies = 2;  // sent on different planes
 constexpr uint32_t kMaxBackoffShift = 25;  // 1.024 us * 2^24 * 2^25 stays far below 2^64
 constexpr TimeNs kRttMaxDecay = 64;        // per RTT sample, the max loses 1/64
 constexpr uint32_t kReorderRelaxLosses = 16;
-constexpr uint32_t kMaxTailProbes = 2;  // between two progresses
+constexpr uint32_t kReorderRelaxRounds = 16;  // round trips without a duplicate
+constexpr uint32_t kMaxTailProbes = 2;        // between two progresses
 
 }  // namespace
 
@@ -219,6 +220,10 @@ void Qp::build_data(uint32_t psn, uint32_t ev, bool retransmit, TimeNs now, TxPa
   ++counters_.tx_data_packets;
   counters_.tx_data_bytes += sl.len;
   if (retransmit) ++counters_.retransmits[static_cast<size_t>(sl.cause)];
+  if (retransmit && sl.cause == RetxCause::kTailProbe) {
+    probe_copy_psn_ = psn;
+    probe_copy_ev_ = ev;
+  }
   if (rto_deadline_ == kNever) rto_deadline_ = now + rto_interval();
   if (!retransmit && srtt_ns_ != 0) tlp_deadline_ = now + probe_timeout();
 }
@@ -322,7 +327,12 @@ void Qp::detect_losses(TimeNs now) {
   while (list_head_ != kNil) {
     const TxSlot& head = slot(list_head_);
     if (head.tx_seq + tuning_.reorder_threshold > largest_acked_tx_seq_) break;
-    if (now < head.sent_ns + window) {
+    // On an EV already found broken, overtaken is enough: waiting out the
+    // window for each packet sent there before its EV was found out held
+    // the oldest message (and the sender's window of messages) a window
+    // longer after a plane was blackholed.
+    const bool broken_path = evs_.state(head.ev) == EvState::kAssumedBad;
+    if (!broken_path && now < head.sent_ns + window) {
       loss_deadline_ = head.sent_ns + window;
       break;
     }
@@ -330,13 +340,32 @@ void Qp::detect_losses(TimeNs now) {
     // a broken path, which blacklisting answers; only a loss the paths
     // cannot explain is congestion for NSCC.
     const uint32_t ev = slot(list_head_).ev;
+    const bool was_usable = evs_.usable(ev);
     mark_lost(list_head_, RetxCause::kSack, true, now);
-    if (evs_.usable(ev)) cc_.on_loss(inflight_bytes_, now);
+    if (evs_.usable(ev))
+      cc_.on_loss(inflight_bytes_, now);
+    else if (was_usable)
+      requeue_overtaken_on(ev, now);
     // The window shrinks back after enough losses without a duplicate.
     if (++losses_since_dup_ >= kReorderRelaxLosses && reorder_mult_ > kMinReorderMult) {
       --reorder_mult_;
       losses_since_dup_ = 0;
     }
+  }
+}
+
+// The loss just took `ev` out of use: the path is taken for broken, so
+// whatever else on it was overtaken too is resent now, not one reorder
+// window later each. On a blackholed plane those packets, sent while its
+// EVs were still in use, held the oldest message (and so the sender's
+// window of messages) for that long again.
+void Qp::requeue_overtaken_on(uint32_t ev, TimeNs now) {
+  for (uint32_t p = list_head_; p != kNil;) {
+    const TxSlot& sl = slot(p);
+    if (sl.tx_seq + tuning_.reorder_threshold > largest_acked_tx_seq_) break;
+    const uint32_t next = sl.next;
+    if (sl.ev == ev) mark_lost(p, RetxCause::kSack, false, now);
+    p = next;
   }
 }
 
@@ -388,6 +417,7 @@ void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
       fb.code == wire::NackCode::kNone && on_latest_copy && !ref_slot->retransmitted;
   // Feedback on the tail probe's copy itself.
   const bool answers_probe = on_latest_copy && ref == tlp_psn_;
+  const TimeNs ref_sent_ns = on_latest_copy ? ref_slot->sent_ns : 0;
 
   uint32_t acked_bytes = 0;
   bool progress = false;
@@ -435,12 +465,33 @@ void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
 
   // A duplicate reached the responder: a copy was resent that had not been
   // lost. Unless it was a tail probe (which expects that), reordering is
-  // deeper than the window assumed, so widen it (RACK's response to a DSACK).
+  // deeper than the window assumed, so widen it (RACK's response to a DSACK),
+  // once per round trip: the duplicates of one episode (a burst of resends
+  // after the sender was held up) are one lesson, not one each, and used to
+  // take the window to its maximum at once.
+  if (dsack_round_open_ && !psn_before(snd_una_, dsack_round_end_)) dsack_round_open_ = false;
+  // Widening is forgotten too, a step per 16 round trips without a
+  // duplicate, down to where it started: a sender held up by its CPU makes
+  // packets overtake each other by milliseconds now and then, and each such
+  // episode used to leave the window wider for good (a blackholed plane's
+  // losses then took five RTTs to be declared).
+  if (!psn_before(snd_una_, quiet_round_end_)) {
+    quiet_round_end_ = snd_nxt_;
+    if (++quiet_rounds_ >= kReorderRelaxRounds) {
+      quiet_rounds_ = 0;
+      if (reorder_mult_ > kInitialReorderMult) --reorder_mult_;
+    }
+  }
   if (fb.flags & wire::kFbDuplicate) {
     ++counters_.duplicate_feedback;
-    if (!answers_probe) {
-      reorder_mult_ = std::min(reorder_mult_ + 1, kMaxReorderMult);
+    if (!answers_probe && !(ref == probe_copy_psn_ && fb.echo_tag == probe_copy_ev_)) {
+      if (!dsack_round_open_) {
+        reorder_mult_ = std::min(reorder_mult_ + 1, kMaxReorderMult);
+        dsack_round_open_ = true;
+        dsack_round_end_ = snd_nxt_;
+      }
       losses_since_dup_ = 0;
+      quiet_rounds_ = 0;
     }
   } else if (answers_probe && fb.code == wire::NackCode::kNone) {
     // The probe's copy was news to the responder: the transmission it
@@ -453,7 +504,7 @@ void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
   if ((fb.flags & wire::kFbEcnEcho) && fb.echo_tag < evs_.size()) evs_.on_ecn(fb.echo_tag, now);
   if (fb.window_mpr != 0) peer_window_psns_ = uint32_t{fb.window_mpr} * kMprUnitPsns;
   if (acked_bytes > 0 || rtt_ns > 0 || ecn)
-    cc_.on_ack(AckSample{acked_bytes, inflight_bytes_, rtt_ns, ecn}, now);
+    cc_.on_ack(AckSample{acked_bytes, inflight_bytes_, rtt_ns, ecn, ref_sent_ns}, now);
 
   detect_losses(now);
   if (progress) {

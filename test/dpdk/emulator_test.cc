@@ -356,5 +356,30 @@ TEST(DeliveryTrace, AnOpenCaptureIsClosedWithWhatThereIs) {
   EXPECT_EQ(c.max_stall_ns, 1'000 * kUs);
 }
 
+// A stall shortly before the moment counts, one longer ago does not.
+TEST(DeliveryTrace, AStallJustBeforeTheMomentCounts) {
+  DeliveryTrace trace;
+  trace.init(100 * kUs, 500, 100, 2);  // 50 ms before, 10 ms after
+  uint64_t t = 0;
+  for (; t < 5'000 * kUs; t += 100 * kUs) trace.add(t, 1000);
+  t += 3'000 * kUs;  // a 3.1 ms stall, 20 ms before the first moment: too long ago
+  for (; t < 28'000 * kUs; t += 100 * kUs) trace.add(t, 1000);
+  ASSERT_TRUE(trace.mark(t, 1));
+  t += 1'500 * kUs;  // a 1.5 ms stall, 2.5 ms before the second moment
+  for (; t < 32'000 * kUs; t += 100 * kUs) trace.add(t, 1000);
+  ASSERT_TRUE(trace.mark(t, 2));
+  trace.finish(t);
+  EXPECT_EQ(trace.captures()[0].max_stall_ns, 1'500 * kUs) << "the later stall, after it";
+  EXPECT_EQ(trace.captures()[1].max_stall_ns, 1'500 * kUs);
+  DeliveryTrace quiet;
+  quiet.init(100 * kUs, 500, 100, 1);
+  for (t = 0; t < 5'000 * kUs; t += 100 * kUs) quiet.add(t, 1000);
+  t += 3'000 * kUs;
+  for (; t < 28'000 * kUs; t += 100 * kUs) quiet.add(t, 1000);
+  ASSERT_TRUE(quiet.mark(t, 1));
+  quiet.finish(t + 100 * kUs);
+  EXPECT_EQ(quiet.captures()[0].max_stall_ns, 100 * kUs) << "20 ms ago is past the lookback";
+}
+
 }  // namespace
 }  // namespace softmrc::softmrcd

@@ -144,21 +144,21 @@ void CongestionControl::on_ack(const AckSample& s, TimeNs now) {
   // that quick adapt already reacted to: its marks must not cut again.
   const bool stale = stale_bytes_ > 0;
   stale_bytes_ -= std::min<uint64_t>(stale_bytes_, s.acked_bytes);
-  if (have_delay_ && !(stale && s.ecn)) react(s.ecn, delay_ns, s.acked_bytes, now);
+  if (have_delay_ && !(stale && s.ecn)) react(s, delay_ns, now);
   maybe_adjust(now);
   clamp();
 }
 
-void CongestionControl::react(bool ecn, double delay_ns, uint32_t acked_bytes, TimeNs now) {
+void CongestionControl::react(const AckSample& s, double delay_ns, TimeNs now) {
   const auto target = static_cast<double>(p_.target_delay_ns);
-  if (!ecn && delay_ns < target) {
-    fast_or_proportional_increase(delay_ns, acked_bytes);
-  } else if (!ecn) {
+  if (!s.ecn && delay_ns < target) {
+    fast_or_proportional_increase(delay_ns, s.acked_bytes);
+  } else if (!s.ecn) {
     near_zero_bytes_ = 0;
     fast_increase_ = false;
-    inc_ += p_.fi * mtu_ * acked_bytes;
+    inc_ += p_.fi * mtu_ * s.acked_bytes;
   } else if (delay_ns >= target) {
-    multiplicative_decrease(now);
+    multiplicative_decrease(s.sent_ns, now);
   }
   // ECN below the target: hold; the EV set steers away from the marked path.
 }
@@ -180,17 +180,24 @@ void CongestionControl::fast_or_proportional_increase(double delay_ns, uint32_t 
   inc_ += (target - delay_ns) / target * kProportionalShareOfMaxCwnd * max_cwnd_ * acked_bytes;
 }
 
-void CongestionControl::multiplicative_decrease(TimeNs now) {
+void CongestionControl::multiplicative_decrease(TimeNs sent_ns, TimeNs now) {
   near_zero_bytes_ = 0;
   fast_increase_ = false;
   const auto target = static_cast<double>(p_.target_delay_ns);
   // The depth follows the smoothed delay: one late sample must not halve
   // the window. If the smoothed delay is still below the target, wait.
   if (now < next_md_ns_ || avg_delay_ns_ <= target) return;
+  // A mark on a packet sent before the last decrease describes the queue
+  // that decrease already answered: once per round trip, as TCP reacts to
+  // ECN once per window. Spacing by the base RTT alone cut again and again
+  // while the queue built before the first cut drained (an RTT of queueing
+  // is several base RTTs), and took a plane failure's window to a fifth.
+  if (sent_ns != 0 && sent_ns < last_md_ns_) return;
   const double factor =
       std::max(1 - p_.gamma * (avg_delay_ns_ - target) / avg_delay_ns_, 1 - p_.max_md_jump);
   cut(cwnd_ * (1 - factor));
   next_md_ns_ = now + base_rtt_ns_;
+  last_md_ns_ = now;
 }
 
 void CongestionControl::maybe_adjust(TimeNs now) {
@@ -263,6 +270,7 @@ void CongestionControl::on_timeout(TimeNs now) {
   // A timeout is a loss nobody reported: the strongest decrease NSCC has.
   cut(cwnd_ * p_.max_md_jump);
   next_md_ns_ = now + base_rtt_ns_;
+  last_md_ns_ = now;
 }
 
 }  // namespace softmrc::engine

@@ -62,6 +62,10 @@ struct AckSample {
   uint64_t inflight_bytes;  // after removing them
   TimeNs rtt_ns;            // 0 = no sample; already net of responder service time
   bool ecn;                 // the feedback echoes a CE mark
+  // When the packet the feedback is about was sent (its latest copy); 0 if
+  // not known. A decrease answers only feedback on packets sent after the
+  // previous one (unknown: only the base RTT spacing applies).
+  TimeNs sent_ns = 0;
 };
 
 struct CcCounters {
@@ -95,9 +99,9 @@ class CongestionControl {
   const CcCounters& counters() const { return counters_; }
 
  private:
-  void react(bool ecn, double delay_ns, uint32_t acked_bytes, TimeNs now);
+  void react(const AckSample& s, double delay_ns, TimeNs now);
   void fast_or_proportional_increase(double delay_ns, uint32_t acked_bytes);
-  void multiplicative_decrease(TimeNs now);
+  void multiplicative_decrease(TimeNs sent_ns, TimeNs now);
   void cut(double bytes);
   void on_packet_lost(uint64_t inflight_bytes, TimeNs now);  // a trim or a loss
   void maybe_adjust(TimeNs now);
@@ -123,6 +127,7 @@ class CongestionControl {
   bool fast_increase_ = false;
 
   TimeNs next_md_ns_ = 0;  // no multiplicative decrease before this
+  TimeNs last_md_ns_ = 0;  // the last multiplicative decrease or timeout cut
 
   // Quick adapt: delivery is measured over windows of base RTT + target.
   uint64_t achieved_bytes_ = 0;

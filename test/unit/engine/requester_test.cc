@@ -321,6 +321,73 @@ TEST(Sack, HoleIsResentOnceOvertakenByEnoughLaterPacketsAndOlderThanTheReorderWi
   EXPECT_EQ(ev[0].ev.new_state, EvState::kAssumedBad);
 }
 
+// A loss that takes its EV out of use resends, with it, whatever else on
+// that EV was overtaken, however young: the path is taken for broken.
+TEST(Sack, LossThatBlacklistsAnEvResendsTheOvertakenPacketsOnItAtOnce) {
+  OneQp q;  // 2 planes x 2 EVs
+  ASSERT_TRUE(q.write(1, 0, 4 * 1024).ok());
+  const auto first = q.tx(0);
+  ASSERT_EQ(first.size(), 4u);
+  ASSERT_TRUE(q.write(2, 0, 4 * 1024).ok());
+  const auto second = q.tx(3'000);
+  ASSERT_EQ(second.size(), 4u);
+  const uint32_t dead = first[0].ev;  // PSN 100
+  std::vector<uint32_t> acked;
+  uint32_t young = 0;  // the second batch's packet on the dead EV
+  for (const TxPacket& p : second) {
+    if (p.ev == dead)
+      young = p.t.psn;
+    else
+      acked.push_back(p.t.psn);
+  }
+  ASSERT_NE(young, 0u);
+  q.ep.on_packet(q.ack(100, 103, first[3].ev, {101, 102, 103}), 0, 4'000);  // RTT 4 us
+  q.ep.on_packet(q.ack(100, acked.back(), second.back().ev, acked), 0, 6'000);
+  // PSN 100 leaves the reorder window at 0 + 4 + 4 * 3.875 / 4 us; the
+  // young packet, sent at 3 us, would stay in it until 10.875 us.
+  const TimeNs deadline = q.ep.next_wakeup();
+  ASSERT_LT(deadline, 8'000u);
+  const auto resent = q.tx(deadline);
+  ASSERT_EQ(resent.size(), 2u);
+  EXPECT_EQ(resent[0].t.psn, 100u);
+  EXPECT_EQ(resent[1].t.psn, young);
+  EXPECT_EQ(q.qp().evs().state(dead), EvState::kAssumedBad);
+  EXPECT_EQ(q.qp().evs().counters(dead).losses, 1u) << "one loss blamed it";
+}
+
+// A packet on an EV found broken is lost as soon as it is overtaken, without
+// waiting out the reorder window.
+TEST(Sack, OvertakenPacketOnAnAssumedBadEvIsResentWithoutWaitingForTheWindow) {
+  OneQp q;  // 2 planes x 2 EVs
+  ASSERT_TRUE(q.write(1, 0, 4 * 1024).ok());
+  const auto first = q.tx(0);
+  ASSERT_EQ(first.size(), 4u);
+  ASSERT_TRUE(q.write(2, 0, 4 * 1024).ok());
+  const auto second = q.tx(3'000);
+  ASSERT_EQ(second.size(), 4u);
+  const uint32_t dead = first[0].ev;  // PSN 100
+  std::vector<uint32_t> acked;
+  uint32_t young = 0;  // the second batch's packet on the dead EV
+  for (const TxPacket& p : second) {
+    if (p.ev == dead)
+      young = p.t.psn;
+    else
+      acked.push_back(p.t.psn);
+  }
+  ASSERT_NE(young, 0u);
+  q.ep.on_packet(q.ack(100, 103, first[3].ev, {101, 102, 103}), 0, 4'000);  // RTT 4 us
+  const auto resent = q.tx(q.ep.next_wakeup());  // 100 leaves the window: its EV is found broken
+  ASSERT_EQ(resent.size(), 1u) << "the young packet was not overtaken yet";
+  EXPECT_EQ(resent[0].t.psn, 100u);
+  ASSERT_EQ(q.qp().evs().state(dead), EvState::kAssumedBad);
+  acked.insert(acked.begin(), resent[0].t.psn);
+  q.ep.on_packet(q.ack(100, acked.back(), second.back().ev, acked), 0, 8'500);
+  // The window would keep it (sent at 3 us) until after 10 us.
+  const auto now_lost = q.tx(8'500);
+  ASSERT_EQ(now_lost.size(), 1u);
+  EXPECT_EQ(now_lost[0].t.psn, young);
+}
+
 TEST(Sack, HoleOvertakenByTooFewPacketsWaitsForTheTailProbe) {
   OneQpConfig cfg;  // ack_delay 4 us
   cfg.tuning.reorder_threshold = 8;
@@ -388,6 +455,62 @@ TEST(Sack, DuplicateAnsweringATailProbeDoesNotWidenTheReorderWindow) {
   EXPECT_EQ(q.qp().reorder_mult(), kInitialReorderMult);
   EXPECT_EQ(q.qp().evs().state(tx[1].ev), EvState::kGood) << "only its ACK was lost";
   ASSERT_EQ(q.completions().size(), 1u);
+}
+
+// The original's ACK came first and ended the probe episode; the probe's
+// duplicate, arriving after it, is still no lesson about reordering.
+TEST(Sack, DuplicateOfATailProbeAfterProgressDoesNotWidenTheReorderWindow) {
+  OneQp q;
+  ASSERT_TRUE(q.write(1, 0, 2 * 1024).ok());
+  const auto tx = q.tx(0);
+  q.ep.on_packet(q.ack(101, 100, tx[0].ev), 0, 4'000);
+  const auto probe = q.tx(16'000);
+  ASSERT_EQ(probe.size(), 1u);
+  q.ep.on_packet(q.ack(102, 101, tx[1].ev), 0, 18'000);
+  ASSERT_EQ(q.completions().size(), 1u);
+  q.ep.on_packet(q.ack(102, 101, probe[0].ev, {}, NackCode::kNone, wire::kFbDuplicate), 0, 20'000);
+  EXPECT_EQ(q.qp().counters().duplicate_feedback, 1u);
+  EXPECT_EQ(q.qp().reorder_mult(), kInitialReorderMult);
+}
+
+// RACK's DSACK rounds: the duplicates of one round trip widen the reorder
+// window once; a duplicate after the cumulative ACK passed what was in
+// flight then widens it again.
+TEST(Sack, DuplicatesWidenTheReorderWindowOncePerRoundTrip) {
+  OneQp q;
+  ASSERT_TRUE(q.write(1, 0, 4 * 1024).ok());
+  const auto tx = q.tx(0);
+  ASSERT_EQ(tx.size(), 4u);
+  q.ep.on_packet(q.ack(101, 100, tx[0].ev, {}, NackCode::kNone, wire::kFbDuplicate), 0, 4'000);
+  q.ep.on_packet(q.ack(102, 101, tx[1].ev, {}, NackCode::kNone, wire::kFbDuplicate), 0, 4'100);
+  q.ep.on_packet(q.ack(103, 102, tx[2].ev, {}, NackCode::kNone, wire::kFbDuplicate), 0, 4'200);
+  EXPECT_EQ(q.qp().counters().duplicate_feedback, 3u);
+  EXPECT_EQ(q.qp().reorder_mult(), kInitialReorderMult + 1);
+  q.ep.on_packet(q.ack(104, 103, tx[3].ev), 0, 4'300);  // the round is over
+  ASSERT_TRUE(q.write(2, 0, 2 * 1024).ok());
+  const auto next = q.tx(5'000);
+  ASSERT_EQ(next.size(), 2u);
+  q.ep.on_packet(q.ack(105, 104, next[0].ev, {}, NackCode::kNone, wire::kFbDuplicate), 0, 9'000);
+  EXPECT_EQ(q.qp().reorder_mult(), kInitialReorderMult + 2);
+}
+
+// And forgets it a step per 16 round trips without a duplicate, down to
+// where it started.
+TEST(Sack, ReorderWindowNarrowsBackAfterSixteenRoundTripsWithoutDuplicates) {
+  OneQp q;
+  ASSERT_TRUE(q.write(1, 0, 2 * 1024).ok());
+  const auto tx = q.tx(0);
+  q.ep.on_packet(q.ack(101, 100, tx[0].ev, {}, NackCode::kNone, wire::kFbDuplicate), 0, 4'000);
+  ASSERT_EQ(q.qp().reorder_mult(), kInitialReorderMult + 1);
+  q.ep.on_packet(q.ack(102, 101, tx[1].ev), 0, 4'100);  // round trip 1
+  TimeNs now = 5'000;
+  for (uint32_t round = 2; round <= 17; ++round, now += 1'000) {
+    ASSERT_TRUE(q.write(round, 0, 1024).ok());
+    const auto one = q.tx(now);
+    ASSERT_EQ(one.size(), 1u);
+    q.ep.on_packet(q.ack(psn_add(one[0].t.psn, 1), one[0].t.psn, one[0].ev), 0, now + 500);
+    EXPECT_EQ(q.qp().reorder_mult(), kInitialReorderMult + (round < 16 ? 1 : 0)) << round;
+  }
 }
 
 TEST(Sack, AcknowledgementOfAPsnNeverSentIsIgnored) {

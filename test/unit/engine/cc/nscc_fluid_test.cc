@@ -147,7 +147,7 @@ Result run(const Scenario& sc) {
         if (now >= half) r.trims_late++;
         continue;
       }
-      s.cc.on_ack(AckSample{kMtu, s.inflight, now - f.sent_ns, f.ce}, now);
+      s.cc.on_ack(AckSample{kMtu, s.inflight, now - f.sent_ns, f.ce, f.sent_ns}, now);
       if (now >= half) s.delivered_late += kMtu;
     }
     // Skip to the next tick at which something can happen.

@@ -115,7 +115,8 @@ TEST(Nscc, StartsAtMaxCwnd) {
   EXPECT_EQ(cc.cwnd_bytes(), params().max_cwnd_bytes);
 }
 
-TEST(Nscc, EcnWithHighDelayDecreasesAtMostOncePerRtt) {
+// Feedback whose packet's send time is unknown: at most once per base RTT.
+TEST(Nscc, EcnWithHighDelayDecreasesAtMostOncePerBaseRtt) {
   CongestionControl cc = make_cc();
   const TimeNs delay = 3 * params().target_delay_ns;  // below the quick adapt threshold
   uint64_t before = cc.cwnd_bytes();
@@ -124,6 +125,26 @@ TEST(Nscc, EcnWithHighDelayDecreasesAtMostOncePerRtt) {
   EXPECT_LT(cc.cwnd_bytes(), before);
   before = cc.cwnd_bytes();
   for (TimeNs t = kBaseRttNs; t < 2 * kBaseRttNs; t += 100) cc.on_ack(ack(kMtu, delay, true), t);
+  EXPECT_EQ(cc.counters().decreases, 2u);
+  EXPECT_LT(cc.cwnd_bytes(), before);
+}
+
+// Marks on packets sent before a decrease describe the queue it answered:
+// however long the round trip (here 2.5 base RTTs), they do not cut again.
+TEST(Nscc, EcnDecreasesOncePerRoundTrip) {
+  CongestionControl cc = make_cc();
+  const TimeNs delay = 3 * params().target_delay_ns;  // below the quick adapt threshold
+  const TimeNs rtt = kBaseRttNs + delay;
+  const TimeNs start = 10 * kBaseRttNs;
+  AckSample a = ack(kMtu, delay, true);
+  for (TimeNs t = start; t < start + rtt; t += 100) {
+    a.sent_ns = t - rtt;
+    cc.on_ack(a, t);
+  }
+  EXPECT_EQ(cc.counters().decreases, 1u);
+  const uint64_t before = cc.cwnd_bytes();
+  a.sent_ns = start;  // sent as the first decrease happened
+  cc.on_ack(a, start + rtt);
   EXPECT_EQ(cc.counters().decreases, 2u);
   EXPECT_LT(cc.cwnd_bytes(), before);
 }
