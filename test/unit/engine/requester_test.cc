@@ -321,26 +321,40 @@ TEST(Sack, HoleIsResentOnceOvertakenByEnoughLaterPacketsAndOlderThanTheReorderWi
   EXPECT_EQ(ev[0].ev.new_state, EvState::kAssumedBad);
 }
 
+// Two Writes of 4 packets, sent at 0 and 3 us over 2 planes x 2 EVs: the
+// EV of PSN 100 (`dead`) carries one packet of the second too (`young`);
+// `acked` are the second's others.
+struct TwoBatches {
+  OneQp q;
+  std::vector<TxPacket> first, second;
+  uint32_t dead = 0;
+  uint32_t young = 0;
+  std::vector<uint32_t> acked;
+
+  void send() {
+    ASSERT_TRUE(q.write(1, 0, 4 * 1024).ok());
+    first = q.tx(0);
+    ASSERT_EQ(first.size(), 4u);
+    ASSERT_TRUE(q.write(2, 0, 4 * 1024).ok());
+    second = q.tx(3'000);
+    ASSERT_EQ(second.size(), 4u);
+    dead = first[0].ev;
+    for (const TxPacket& p : second) {
+      if (p.ev == dead)
+        young = p.t.psn;
+      else
+        acked.push_back(p.t.psn);
+    }
+    ASSERT_NE(young, 0u);
+  }
+};
+
 // A loss that takes its EV out of use resends, with it, whatever else on
 // that EV was overtaken, however young: the path is taken for broken.
 TEST(Sack, LossThatBlacklistsAnEvResendsTheOvertakenPacketsOnItAtOnce) {
-  OneQp q;  // 2 planes x 2 EVs
-  ASSERT_TRUE(q.write(1, 0, 4 * 1024).ok());
-  const auto first = q.tx(0);
-  ASSERT_EQ(first.size(), 4u);
-  ASSERT_TRUE(q.write(2, 0, 4 * 1024).ok());
-  const auto second = q.tx(3'000);
-  ASSERT_EQ(second.size(), 4u);
-  const uint32_t dead = first[0].ev;  // PSN 100
-  std::vector<uint32_t> acked;
-  uint32_t young = 0;  // the second batch's packet on the dead EV
-  for (const TxPacket& p : second) {
-    if (p.ev == dead)
-      young = p.t.psn;
-    else
-      acked.push_back(p.t.psn);
-  }
-  ASSERT_NE(young, 0u);
+  TwoBatches b;
+  ASSERT_NO_FATAL_FAILURE(b.send());
+  auto& [q, first, second, dead, young, acked] = b;
   q.ep.on_packet(q.ack(100, 103, first[3].ev, {101, 102, 103}), 0, 4'000);  // RTT 4 us
   q.ep.on_packet(q.ack(100, acked.back(), second.back().ev, acked), 0, 6'000);
   // PSN 100 leaves the reorder window at 0 + 4 + 4 * 3.875 / 4 us; the
@@ -358,23 +372,9 @@ TEST(Sack, LossThatBlacklistsAnEvResendsTheOvertakenPacketsOnItAtOnce) {
 // A packet on an EV found broken is lost as soon as it is overtaken, without
 // waiting out the reorder window.
 TEST(Sack, OvertakenPacketOnAnAssumedBadEvIsResentWithoutWaitingForTheWindow) {
-  OneQp q;  // 2 planes x 2 EVs
-  ASSERT_TRUE(q.write(1, 0, 4 * 1024).ok());
-  const auto first = q.tx(0);
-  ASSERT_EQ(first.size(), 4u);
-  ASSERT_TRUE(q.write(2, 0, 4 * 1024).ok());
-  const auto second = q.tx(3'000);
-  ASSERT_EQ(second.size(), 4u);
-  const uint32_t dead = first[0].ev;  // PSN 100
-  std::vector<uint32_t> acked;
-  uint32_t young = 0;  // the second batch's packet on the dead EV
-  for (const TxPacket& p : second) {
-    if (p.ev == dead)
-      young = p.t.psn;
-    else
-      acked.push_back(p.t.psn);
-  }
-  ASSERT_NE(young, 0u);
+  TwoBatches b;
+  ASSERT_NO_FATAL_FAILURE(b.send());
+  auto& [q, first, second, dead, young, acked] = b;
   q.ep.on_packet(q.ack(100, 103, first[3].ev, {101, 102, 103}), 0, 4'000);  // RTT 4 us
   const auto resent = q.tx(q.ep.next_wakeup());  // 100 leaves the window: its EV is found broken
   ASSERT_EQ(resent.size(), 1u) << "the young packet was not overtaken yet";
