@@ -428,13 +428,25 @@ TEST(Sack, TailProbesLostWithTheirAcksEndInTheRetransmitTimeout) {
   EXPECT_EQ(q.qp().counters().timeouts, 1u);
 }
 
-TEST(Sack, TailProbeThatWasNewsToTheResponderBlamesTheEvOfWhatItReplaced) {
+// A Write of two packets whose first alone is acknowledged (at 4 us), and
+// the tail probe that stands in for the second when feedback went quiet.
+struct TailProbe {
   OneQp q;
-  ASSERT_TRUE(q.write(1, 0, 2 * 1024).ok());
-  const auto tx = q.tx(0);
-  q.ep.on_packet(q.ack(101, 100, tx[0].ev), 0, 4'000);
-  const auto probe = q.tx(16'000);
-  ASSERT_EQ(probe.size(), 1u);
+  std::vector<TxPacket> tx, probe;
+
+  void send() {
+    ASSERT_TRUE(q.write(1, 0, 2 * 1024).ok());
+    tx = q.tx(0);
+    q.ep.on_packet(q.ack(101, 100, tx[0].ev), 0, 4'000);
+    probe = q.tx(16'000);
+    ASSERT_EQ(probe.size(), 1u);
+  }
+};
+
+TEST(Sack, TailProbeThatWasNewsToTheResponderBlamesTheEvOfWhatItReplaced) {
+  TailProbe t;
+  ASSERT_NO_FATAL_FAILURE(t.send());
+  auto& [q, tx, probe] = t;
   EXPECT_EQ(q.qp().evs().state(tx[1].ev), EvState::kGood) << "not blamed for going quiet";
   q.ep.on_packet(q.ack(102, 101, probe[0].ev), 0, 20'000);
   EXPECT_EQ(q.qp().evs().state(tx[1].ev), EvState::kAssumedBad) << "the original was lost";
@@ -443,12 +455,9 @@ TEST(Sack, TailProbeThatWasNewsToTheResponderBlamesTheEvOfWhatItReplaced) {
 }
 
 TEST(Sack, DuplicateAnsweringATailProbeDoesNotWidenTheReorderWindow) {
-  OneQp q;
-  ASSERT_TRUE(q.write(1, 0, 2 * 1024).ok());
-  const auto tx = q.tx(0);
-  q.ep.on_packet(q.ack(101, 100, tx[0].ev), 0, 4'000);
-  const auto probe = q.tx(16'000);
-  ASSERT_EQ(probe.size(), 1u);
+  TailProbe t;
+  ASSERT_NO_FATAL_FAILURE(t.send());
+  auto& [q, tx, probe] = t;
   // The original arrived and only its ACK was lost: the probe is a duplicate.
   q.ep.on_packet(q.ack(102, 101, probe[0].ev, {}, NackCode::kNone, wire::kFbDuplicate), 0, 20'000);
   EXPECT_EQ(q.qp().counters().duplicate_feedback, 1u);
@@ -460,12 +469,9 @@ TEST(Sack, DuplicateAnsweringATailProbeDoesNotWidenTheReorderWindow) {
 // The original's ACK came first and ended the probe episode; the probe's
 // duplicate, arriving after it, is still no lesson about reordering.
 TEST(Sack, DuplicateOfATailProbeAfterProgressDoesNotWidenTheReorderWindow) {
-  OneQp q;
-  ASSERT_TRUE(q.write(1, 0, 2 * 1024).ok());
-  const auto tx = q.tx(0);
-  q.ep.on_packet(q.ack(101, 100, tx[0].ev), 0, 4'000);
-  const auto probe = q.tx(16'000);
-  ASSERT_EQ(probe.size(), 1u);
+  TailProbe t;
+  ASSERT_NO_FATAL_FAILURE(t.send());
+  auto& [q, tx, probe] = t;
   q.ep.on_packet(q.ack(102, 101, tx[1].ev), 0, 18'000);
   ASSERT_EQ(q.completions().size(), 1u);
   q.ep.on_packet(q.ack(102, 101, probe[0].ev, {}, NackCode::kNone, wire::kFbDuplicate), 0, 20'000);
