@@ -43,9 +43,7 @@ bool FabricProcess::setup(const FabricConfig& cfg, const Options& opt, std::stri
   cfg_ = cfg;
   opt_ = opt;
   clock_.start();
-  const uint64_t log_ms =
-      opt.log_interval_ms >= 0 ? static_cast<uint64_t>(opt.log_interval_ms) : cfg_.log_interval_ms;
-  log_interval_ns_ = log_ms * 1'000'000;
+  log_interval_ns_ = softmrcd::log_interval_ns(opt.log_interval_ms, cfg_.log_interval_ms);
   if (!open_ports(err)) return false;
   size_t first_port = 0;
   for (uint32_t i = 0; i < cfg_.links.size(); ++i) {

@@ -17,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "cli/number.h"
 #include "smrc-fabric/config.h"
 #include "smrc-fabric/fabric_process.h"
 #include "smrc-fabric/telemetry.h"
@@ -67,17 +66,6 @@ int usage_error(const std::string& msg) {
   return kExitUsage;
 }
 
-// "--<name>: '<text>' is not 0..<max>" unless text is a whole number up to max.
-bool parse_ms(const char* name, const char* text, long long max, long long* out, std::string* err) {
-  uint64_t v = 0;
-  if (!softmrc::cli::parse_uint(text, 0, static_cast<uint64_t>(max), &v)) {
-    *err = std::string("--") + name + ": '" + text + "' is not 0.." + std::to_string(max);
-    return false;
-  }
-  *out = static_cast<long long>(v);
-  return true;
-}
-
 bool parse_options(int argc, char** argv, Options* o, std::string* err) {
   enum : int { kLogInterval = 256, kDuration };
   static const option kLong[] = {
@@ -90,40 +78,31 @@ bool parse_options(int argc, char** argv, Options* o, std::string* err) {
   optind = 1;
   opterr = 0;
   int c;
-  long long v = 0;
+  uint64_t v = 0;
   while ((c = getopt_long(argc, argv, ":c:h", kLong, nullptr)) != -1) {
     switch (c) {
       case 'c':
         o->config = optarg;
         break;
       case kLogInterval:
-        if (!parse_ms("log-interval-ms", optarg, 3'600'000, &v, err)) return false;
-        o->log_interval_ms = v;
+        if (!softmrc::softmrcd::parse_ms_option("log-interval-ms", optarg, 3'600'000, &v, err))
+          return false;
+        o->log_interval_ms = static_cast<int64_t>(v);
         break;
       case kDuration:
-        if (!parse_ms("duration-ms", optarg, 86'400'000, &v, err)) return false;
-        o->duration_ms = static_cast<uint64_t>(v);
+        if (!softmrc::softmrcd::parse_ms_option("duration-ms", optarg, 86'400'000, &v, err))
+          return false;
+        o->duration_ms = v;
         break;
       case 'h':
         o->help = true;
         return true;
-      case ':':
-        *err = std::string(argv[optind - 1]) + ": needs a value";
-        return false;
       default:
-        *err = std::string(argv[optind - 1]) + ": unknown option (see --help)";
+        *err = softmrc::softmrcd::option_error(c, argv);
         return false;
     }
   }
-  if (optind < argc) {
-    *err = std::string("unexpected argument '") + argv[optind] + "'";
-    return false;
-  }
-  if (o->config.empty()) {
-    *err = "--config: missing (smrc-fabric [EAL options] -- --config FILE)";
-    return false;
-  }
-  return true;
+  return softmrc::softmrcd::check_operands(argc, argv, o->config, "smrc-fabric", err);
 }
 
 }  // namespace

@@ -86,9 +86,7 @@ bool Daemon::setup(const Config& cfg, const Options& opt, std::string* err) {
   cfg_ = cfg;
   opt_ = opt;
   clock_.start();
-  const uint64_t log_ms =
-      opt.log_interval_ms >= 0 ? static_cast<uint64_t>(opt.log_interval_ms) : cfg_.log_interval_ms;
-  log_interval_ns_ = log_ms * 1'000'000;
+  log_interval_ns_ = log_interval_ns(opt.log_interval_ms, cfg_.log_interval_ms);
 
   for (uint32_t i = 0; i < cfg_.links.size(); ++i) {
     links_.push_back(std::make_unique<Link>("softmrcd"));

@@ -1,10 +1,12 @@
 #include "softmrcd/dpdk_program.h"
 
+#include <getopt.h>
 #include <rte_lcore.h>
 
 #include <csignal>
 #include <cstring>
 
+#include "cli/number.h"
 #include "softmrcd/config.h"
 
 namespace softmrc::softmrcd {
@@ -24,6 +26,31 @@ ProgramArgs split_program_args(int argc, char** argv) {
       a.help_only =
           a.help_only || std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0;
   return a;
+}
+
+bool parse_ms_option(const char* name, const char* text, uint64_t max, uint64_t* out,
+                     std::string* err) {
+  if (cli::parse_uint(text, 0, max, out)) return true;
+  *err = std::string("--") + name + ": '" + text + "' is not 0.." + std::to_string(max);
+  return false;
+}
+
+std::string option_error(int c, char** argv) {
+  return std::string(argv[optind - 1]) +
+         (c == ':' ? ": needs a value" : ": unknown option (see --help)");
+}
+
+bool check_operands(int argc, char** argv, const std::string& config, const char* program,
+                    std::string* err) {
+  if (optind < argc) {
+    *err = std::string("unexpected argument '") + argv[optind] + "'";
+    return false;
+  }
+  if (config.empty()) {
+    *err = std::string("--config: missing (") + program + " [EAL options] -- --config FILE)";
+    return false;
+  }
+  return true;
 }
 
 void on_stop_signals(void (*handler)(int)) {

@@ -1,8 +1,10 @@
 // What softmrcd and smrc-fabric do alike as DPDK programs: split the
-// command line at "--" (EAL options before it, the program's after), and
-// place roles on worker lcores (the main lcore runs the control thread).
+// command line at "--" (EAL options before it, the program's after), read
+// their own options alike, and place roles on worker lcores (the main lcore
+// runs the control thread).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,25 @@ struct ProgramArgs {
   bool help_only = false;  // no "--", and -h or --help among the arguments
 };
 ProgramArgs split_program_args(int argc, char** argv);
+
+// An option's value in ms: false, with *err "--<name>: '<text>' is not
+// 0..<max>", unless `text` is a whole number up to `max`.
+bool parse_ms_option(const char* name, const char* text, uint64_t max, uint64_t* out,
+                     std::string* err);
+
+// What getopt_long's ':' (a value missing) or '?' (an unknown option) means,
+// for the option just read.
+std::string option_error(int c, char** argv);
+
+// After getopt_long: false, with *err, if arguments are left over or no
+// --config was given (`program` names itself in the hint).
+bool check_operands(int argc, char** argv, const std::string& config, const char* program,
+                    std::string* err);
+
+// --log-interval-ms if given (>= 0), else the config's, in ns.
+inline uint64_t log_interval_ns(int64_t option_ms, uint64_t config_ms) {
+  return (option_ms >= 0 ? static_cast<uint64_t>(option_ms) : config_ms) * 1'000'000;
+}
 
 // SIGINT and SIGTERM call `handler` (which only raises a flag).
 void on_stop_signals(void (*handler)(int));

@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "cli/number.h"
+#include "softmrcd/dpdk_program.h"
 
 namespace softmrc::softmrcd {
 
@@ -68,11 +68,8 @@ bool parse_options(int argc, char** argv, Options* o, std::string* err) {
         break;
       case kLogInterval: {
         uint64_t v = 0;
-        if (!cli::parse_uint(optarg, 0, 3'600'000, &v)) {
-          *err = "--log-interval-ms: '" + std::string(optarg) + "' is not 0..3600000";
-          return false;
-        }
-        o->log_interval_ms = v;
+        if (!parse_ms_option("log-interval-ms", optarg, 3'600'000, &v, err)) return false;
+        o->log_interval_ms = static_cast<int64_t>(v);
         break;
       }
       case kLinerate:
@@ -81,23 +78,12 @@ bool parse_options(int argc, char** argv, Options* o, std::string* err) {
       case 'h':
         o->help = true;
         return true;
-      case ':':
-        *err = std::string(argv[optind - 1]) + ": needs a value";
-        return false;
       default:
-        *err = std::string(argv[optind - 1]) + ": unknown option (see --help)";
+        *err = option_error(c, argv);
         return false;
     }
   }
-  if (optind < argc) {
-    *err = std::string("unexpected argument '") + argv[optind] + "'";
-    return false;
-  }
-  if (o->config.empty()) {
-    *err = "--config: missing (softmrcd [EAL options] -- --config FILE)";
-    return false;
-  }
-  return true;
+  return check_operands(argc, argv, o->config, "softmrcd", err);
 }
 
 }  // namespace softmrc::softmrcd
