@@ -549,6 +549,17 @@ uint32_t crc_masked(uint32_t state, const uint8_t* p, size_t len, const IcrcMask
   return crc_masked_tables(state, p, len, m);
 }
 
+// The ICRC state after the len bytes at l3 (from the IP header on), taken
+// from the seed with `m` OR-ed over them: a header-only packet, or headers
+// and a short payload in one stream.
+uint32_t icrc_masked(const IcrcMask& m, const uint8_t* l3, size_t len) {
+#if defined(__x86_64__)
+  if (engine() != CrcEngine::kTables && icrc_is_short(len))
+    return kIcrcShort[(len + 15) / 16 - 1](m.bytes(), l3, len);
+#endif
+  return crc_masked(kIcrcSeed, l3, len, m);
+}
+
 }  // namespace
 
 CrcEngine crc32_engine() {
@@ -598,13 +609,11 @@ uint32_t icrc_of(const IcrcLayout& layout, std::span<const uint8_t> headers,
   const size_t h = headers.size() - layout.l3_offset;
 #if defined(__x86_64__)
   const CrcEngine e = engine();
-  if (e != CrcEngine::kTables && payload.empty() && icrc_is_short(h))
-    return crc32_final(kIcrcShort[(h + 15) / 16 - 1](m.bytes(), l3, h));
   if (e != CrcEngine::kTables && h >= 16 * m.blocks && payload.size() >= 16)
     return icrc_folded<false>(e == CrcEngine::kVpclmul, m, l3, h, nullptr, payload.data(),
                               payload.size());
 #endif
-  uint32_t state = crc_masked(kIcrcSeed, l3, h, m);
+  uint32_t state = icrc_masked(m, l3, h);
   if (!payload.empty()) state = crc32_update(state, payload.data(), payload.size());
   return crc32_final(state);
 }
@@ -617,14 +626,12 @@ uint32_t icrc_copy(const IcrcLayout& layout, uint8_t* frame, size_t hlen,
   const size_t len = payload.size();
 #if defined(__x86_64__)
   const CrcEngine e = engine();
-  if (e != CrcEngine::kTables && len == 0 && icrc_is_short(h))
-    return crc32_final(kIcrcShort[(h + 15) / 16 - 1](m.bytes(), l3, h));
   if (e != CrcEngine::kTables && h >= 16 * m.blocks && len >= 16)
     return icrc_folded<true>(e == CrcEngine::kVpclmul, m, l3, h, frame + hlen, payload.data(), len);
 #endif
   // A short payload joins the headers in one short stream.
   if (len > 0) std::memcpy(frame + hlen, payload.data(), len);
-  return crc32_final(crc_masked(kIcrcSeed, l3, h + len, m));
+  return crc32_final(icrc_masked(m, l3, h + len));
 }
 
 }  // namespace softmrc::wire
