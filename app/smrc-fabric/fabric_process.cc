@@ -205,9 +205,11 @@ void FabricProcess::summarize(uint64_t now, const char* why) {
 
 void FabricProcess::teardown() {
   if (!stop_.exchange(true)) rte_eal_mp_wait_lcore();
-  for (FabricPort& fp : ports_) fp.port->stop();
+  std::vector<port::EthdevPort*> ports;
+  for (FabricPort& fp : ports_) ports.push_back(fp.port.get());
+  // The memif clients (softmrcd) close first: see EthdevPort::closes_after_peer().
+  port::EthdevPort::close_all(ports);
   for (auto& l : links_) l->destroy();
-  for (FabricPort& fp : ports_) fp.port->close();
   links_.clear();
   ports_.clear();
   rte_mempool_free(pool_);

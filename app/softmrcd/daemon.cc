@@ -633,6 +633,9 @@ void Daemon::teardown() {
     const uint64_t delay_ns = std::max(kMemifCloseDelayNs, 2 * linger_ns_of(cfg_));
     rte_delay_us_sleep(static_cast<unsigned>(delay_ns / 1000));
   }
+  std::vector<port::EthdevPort*> ports;
+  for (auto& e : endpoints_) e->add_ports_to(&ports);
+  port::EthdevPort::close_all(ports);
   for (auto& e : endpoints_) e->close();
   for (auto& l : links_) l->destroy();
   for (auto& e : endpoints_) e->free_pools();

@@ -236,6 +236,11 @@ void EndpointTask::close() {
   commands_ = nullptr;
 }
 
+void EndpointTask::add_ports_to(std::vector<port::EthdevPort*>* ports) {
+  for (Plane& p : planes_)
+    if (p.port) ports->push_back(p.port.get());
+}
+
 void EndpointTask::free_pools() {
   rte_mempool_free(tx_pool_);
   rte_mempool_free(rx_pool_);

@@ -84,6 +84,8 @@ class EndpointTask {
   bool add_receiver(const Txgen::ReceiverSetup& r, std::string* err);
   bool start(std::string* err);  // ports up; sizes the snapshot for the QPs created
   void close();                  // after the lcores stopped
+  // The ports it made (setup may have stopped before every plane had one).
+  void add_ports_to(std::vector<port::EthdevPort*>* ports);
   // After every endpoint and link closed: no mbuf of the pools is in use.
   void free_pools();
   rte_mempool* rx_pool() const { return rx_pool_; }

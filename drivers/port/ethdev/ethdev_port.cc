@@ -3,6 +3,8 @@
 
 #include <rte_cycles.h>
 #include <rte_dev.h>
+#include <rte_devargs.h>
+#include <rte_kvargs.h>
 
 #include <algorithm>
 
@@ -17,6 +19,24 @@ std::string errno_text(int ret) {
 // "net_null0,size=64" -> "net_null0": the device name that ethdev knows.
 std::string device_name(const std::string& spec) {
   return spec.substr(0, spec.find(','));
+}
+
+// How often close_all() re-reads a link it waits on, and how long it lets
+// the interrupt thread finish a peer's disconnect once the link is down.
+constexpr unsigned kPeerPollUs = 1'000;
+constexpr unsigned kPeerSettleUs = 50'000;
+
+// Whether a net_memif device is the server end of its link (memif's
+// default role is client).
+bool memif_server(const rte_device* dev) {
+  const rte_devargs* da = dev ? rte_dev_devargs(dev) : nullptr;
+  if (da == nullptr || da->args == nullptr) return false;
+  rte_kvargs* kv = rte_kvargs_parse(da->args, nullptr);
+  if (kv == nullptr) return false;
+  const char* role = rte_kvargs_get(kv, "role");
+  const bool server = role != nullptr && std::string_view(role) == "server";
+  rte_kvargs_free(kv);
+  return server;
 }
 
 }  // namespace
@@ -64,6 +84,7 @@ bool EthdevPort::open(uint16_t port_id, const EthdevPortConfig& cfg, std::string
     return false;
   }
   driver_ = info.driver_name ? info.driver_name : "?";
+  closes_after_peer_ = driver_ == "net_memif" && memif_server(info.device);
 
   rte_eth_conf conf{};
   if (cfg.tx_multi_seg) {
@@ -154,6 +175,29 @@ void EthdevPort::close() {
                                     this);
   rte_eth_dev_close(port_id_);
   opened_ = false;
+}
+
+void EthdevPort::close_all(std::span<EthdevPort* const> ports) {
+  for (EthdevPort* p : ports)
+    if (!p->closes_after_peer()) p->close();
+  const uint64_t hz = rte_get_tsc_hz();
+  const uint64_t deadline = rte_rdtsc() + kPeerCloseWaitUs * hz / 1'000'000;
+  bool waited = false;
+  for (EthdevPort* p : ports) {
+    if (!p->closes_after_peer() || !p->opened_) continue;
+    for (;;) {
+      rte_eth_link link;
+      if (rte_eth_link_get_nowait(p->port_id_, &link) != 0 || link.link_status != RTE_ETH_LINK_UP)
+        break;
+      if (rte_rdtsc() >= deadline) break;
+      rte_delay_us_sleep(kPeerPollUs);
+      waited = true;
+    }
+  }
+  // The link goes down first thing in the interrupt thread's disconnect;
+  // the rest of it (unmapping, freeing) must be over before ours begins.
+  if (waited) rte_delay_us_sleep(kPeerSettleUs);
+  for (EthdevPort* p : ports) p->close();
 }
 
 int EthdevPort::on_link_event(uint16_t, rte_eth_event_type, void* arg, void*) {

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace softmrc::port {
@@ -36,6 +37,7 @@ struct EthdevPortConfig {
 class EthdevPort {
  public:
   static constexpr uint64_t kLinkBackstopUs = 10'000;
+  static constexpr uint64_t kPeerCloseWaitUs = 1'000'000;
 
   EthdevPort() = default;
   EthdevPort(const EthdevPort&) = delete;
@@ -54,6 +56,16 @@ class EthdevPort {
   bool start(std::string* err);
   void stop();
   void close();
+  // Closes `ports` (none polled any more), each link's peer given the
+  // chance to close first where the PMD needs that (closes_after_peer()):
+  // such ports wait up to kPeerCloseWaitUs in all for their links to go down.
+  static void close_all(std::span<EthdevPort* const> ports);
+  // net_memif frees the memory a link shares from DPDK's interrupt thread
+  // when the peer disconnects, unsynchronised with whatever else touches
+  // the port: the lcore's bursts, or this process closing the port at the
+  // same moment (a crash on the interrupt thread). The server end of a
+  // link therefore closes after its client.
+  bool closes_after_peer() const { return closes_after_peer_; }
 
   uint16_t port_id() const { return port_id_; }
   const std::string& name() const { return name_; }
@@ -98,6 +110,7 @@ class EthdevPort {
   bool opened_ = false;
   bool started_ = false;
   bool lsc_ = false;  // the PMD raises link-status interrupts
+  bool closes_after_peer_ = false;
   bool link_up_ = false;
   uint64_t link_poll_tsc_ = 0;
   uint64_t next_link_poll_tsc_ = 0;
