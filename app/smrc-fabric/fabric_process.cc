@@ -48,14 +48,15 @@ bool FabricProcess::setup(const FabricConfig& cfg, const Options& opt, std::stri
   size_t first_port = 0;
   for (uint32_t i = 0; i < cfg_.links.size(); ++i) {
     const FabricLinkSpec& spec = cfg_.links[i];
-    std::vector<uint16_t> ids[2];
+    std::vector<port::EthdevPort*> ends[2];
     const size_t planes = spec.ports[0].size();
     for (int side = 0; side < 2; ++side)
       for (size_t p = 0; p < planes; ++p)
-        ids[side].push_back(ports_[first_port + side * planes + p].port->port_id());
+        ends[side].push_back(ports_[first_port + side * planes + p].port.get());
     first_port += 2 * planes;
     links_.push_back(std::make_unique<softmrcd::Link>("smrc-fabric"));
-    if (!links_.back()->join(i, spec.fabric, ids, spec.lcore, cfg_.path_mtu, cfg_.snapshot_ms, err))
+    if (!links_.back()->join(i, spec.fabric, ends, spec.lcore, cfg_.path_mtu, cfg_.snapshot_ms,
+                             err))
       return false;
   }
   return assign_lcores(err);
@@ -207,7 +208,7 @@ void FabricProcess::teardown() {
   if (!stop_.exchange(true)) rte_eal_mp_wait_lcore();
   std::vector<port::EthdevPort*> ports;
   for (FabricPort& fp : ports_) ports.push_back(fp.port.get());
-  // The memif clients (softmrcd) close first: see EthdevPort::closes_after_peer().
+  // The memif clients (softmrcd) are told first: see port/ethdev/farewell.h.
   port::EthdevPort::close_all(ports);
   for (auto& l : links_) l->destroy();
   links_.clear();

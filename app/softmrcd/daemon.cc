@@ -40,11 +40,6 @@ constexpr uint64_t kFlushTimeoutNs = 1'000'000'000;
 // these bounds) after the end of a flow, for a resent end whose ACK was lost.
 constexpr uint64_t kMinLingerNs = 20'000'000;
 constexpr uint64_t kMaxLingerNs = 2'000'000'000;
-// net_memif frees the memory it shares with its peer when the peer goes,
-// without waiting for the lcore that may be polling it; a peer that
-// finishes about when we do is given this long (or two lingers) to stop
-// polling before we close.
-constexpr uint64_t kMemifCloseDelayNs = 250'000'000;
 
 // " (3.5 base RTTs of 227.8 us)", or nothing without a base RTT.
 std::string in_rtts(uint64_t ns, double rtt_ns, bool with_rtt) {
@@ -625,14 +620,6 @@ void Daemon::teardown() {
     rte_eal_mp_wait_lcore();
   }
   while (!services_.empty()) services_.pop_back();
-  bool memif = false;
-  for (uint32_t i = 0; i < cfg_.hosted && started_ns_ != 0 && !endpoints_.empty(); ++i)
-    for (const PlaneSpec& p : cfg_.endpoints[i].planes)
-      memif = memif || p.port.starts_with("net_memif");
-  if (memif) {
-    const uint64_t delay_ns = std::max(kMemifCloseDelayNs, 2 * linger_ns_of(cfg_));
-    rte_delay_us_sleep(static_cast<unsigned>(delay_ns / 1000));
-  }
   std::vector<port::EthdevPort*> ports;
   for (auto& e : endpoints_) e->add_ports_to(&ports);
   port::EthdevPort::close_all(ports);

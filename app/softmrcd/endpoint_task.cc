@@ -264,7 +264,11 @@ bool EndpointTask::poll(uint64_t tsc) {
     if (!pl.port->poll_link(tsc)) continue;
     pl.state.link_up = pl.port->link_up();
     ++pl.counters.link_changes;
-    apply_plane_state(p, pl.state.link_up ? "link up" : "link down", now);
+    apply_plane_state(p,
+                      pl.state.link_up          ? "link up"
+                      : pl.port->peer_closing() ? "peer closing"
+                                                : "link down",
+                      now);
   }
   for (uint32_t p = 0; p < planes_.size(); ++p) work += receive(p, now);
   drain_engine(now);

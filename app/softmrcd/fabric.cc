@@ -103,8 +103,9 @@ bool Link::create(const Config& cfg, uint32_t index, std::string* err) {
 
 // A port's queue 0 is both ends: the hop out of its side receives from it,
 // the hop into its side sends to it.
-bool Link::join(uint32_t index, const LinkFabricSpec& spec, const std::vector<uint16_t> (&ports)[2],
-                int lcore, uint32_t path_mtu, uint64_t snapshot_ms, std::string* err) {
+bool Link::join(uint32_t index, const LinkFabricSpec& spec,
+                const std::vector<port::EthdevPort*> (&ports)[2], int lcore, uint32_t path_mtu,
+                uint64_t snapshot_ms, std::string* err) {
   spec_ = spec;
   index_ = index;
   num_planes_ = static_cast<uint32_t>(spec.planes.size());
@@ -112,8 +113,10 @@ bool Link::join(uint32_t index, const LinkFabricSpec& spec, const std::vector<ui
   lcore_ = lcore;
   HopEnd ends[2][engine::kMaxPlanes];
   for (int side = 0; side < 2; ++side) {
-    ports_[side] = ports[side];
-    for (uint32_t p = 0; p < num_planes_; ++p) ends[side][p].port = ports[side][p];
+    for (uint32_t p = 0; p < num_planes_; ++p) {
+      ports_[side].push_back(ports[side][p]->port_id());
+      ends[side][p].port = ports[side][p];
+    }
   }
   if (!init(ends, ends, snapshot_ms, err)) {
     *err = "links[" + std::to_string(index) + "]" + *err;
@@ -286,7 +289,7 @@ void Link::poll(uint64_t now_ns) {
       const uint16_t n = hop.from.ring != nullptr
                              ? static_cast<uint16_t>(rte_ring_dequeue_burst(
                                    hop.from.ring, reinterpret_cast<void**>(pkts), kBurst, nullptr))
-                             : rte_eth_rx_burst(hop.from.port, 0, pkts, kBurst);
+                             : hop.from.port->rx_burst(pkts, kBurst);
       hop.emu.admit(pkts, n, now_ns);
       if (n < kBurst) break;
     }
@@ -294,7 +297,7 @@ void Link::poll(uint64_t now_ns) {
     hop.emu.deliver(now_ns, [to](rte_mbuf** p, uint16_t n) {
       return to.ring != nullptr ? static_cast<uint16_t>(rte_ring_enqueue_burst(
                                       to.ring, reinterpret_cast<void**>(p), n, nullptr))
-                                : rte_eth_tx_burst(to.port, 0, p, n);
+                                : to.port->tx_burst(p, n);
     });
     payload += hop.emu.payload_bytes();
   }

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "port/ethdev/ethdev_port.h"
 #include "softmrcd/config.h"
 #include "softmrcd/emulator.h"
 #include "softmrcd/published.h"
@@ -66,8 +67,9 @@ class Link {
   // Standalone: joins ports[0][p] (side a) and ports[1][p] (side b) for
   // every plane p, ports that the caller opened and started (and closes,
   // after destroy()). `lcore` is the caller's choice of lcore.
-  bool join(uint32_t index, const LinkFabricSpec& spec, const std::vector<uint16_t> (&ports)[2],
-            int lcore, uint32_t path_mtu, uint64_t snapshot_ms, std::string* err);
+  bool join(uint32_t index, const LinkFabricSpec& spec,
+            const std::vector<port::EthdevPort*> (&ports)[2], int lcore, uint32_t path_mtu,
+            uint64_t snapshot_ms, std::string* err);
   void destroy();
 
   // The port of side 0 (a) or 1 (b) on `plane`.
@@ -105,10 +107,10 @@ class Link {
 
   // Where a hop takes frames from or hands them to: a ring of an
   // in-process link (read and written directly, behind the ring port its
-  // endpoint polls), or else queue 0 of a port.
+  // endpoint polls), or else a port of the caller's.
   struct HopEnd {
     rte_ring* ring = nullptr;
-    uint16_t port = 0;
+    port::EthdevPort* port = nullptr;
   };
 
   struct Hop {

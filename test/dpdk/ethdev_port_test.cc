@@ -1,7 +1,8 @@
 // The ethdev port driver on vdevs: net_null TX/RX smoke, a net_ring port
 // that loops frames back byte for byte, link state changes seen by
-// polling, and the refusals (unknown device, multi-segment TX on a PMD
-// without it). One EAL for the whole binary (--no-huge, its own prefix).
+// polling, the refusals (unknown device, multi-segment TX on a PMD
+// without it), and the farewell of a net_memif pair in this process. One
+// EAL for the whole binary (--no-huge, its own prefix).
 #include <gtest/gtest.h>
 #include <rte_eal.h>
 #include <rte_eth_ring.h>
@@ -9,8 +10,11 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include <unistd.h>
+#include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "eal_environment.h"
 #include "port/ethdev/ethdev_port.h"
@@ -148,6 +152,119 @@ TEST(EthdevPort, AnMtuAboveThePortsLargestFrameIsRefusedWithBothSizes) {
   EXPECT_NE(err.find("MTU 4244 needs frames of 4262 bytes, above the port's maximum of 1522"),
             std::string::npos)
       << err;
+}
+
+TEST(Farewell, FramesAreReadBackAndNothingElseIs) {
+  const uint8_t src[6] = {2, 0, 0, 0, 0, 9};
+  uint8_t f[kFarewellFrameLen];
+  for (Farewell kind : {Farewell::kBye, Farewell::kByeAck}) {
+    write_farewell(kind, src, f);
+    EXPECT_EQ(farewell_kind(f), kind);
+    EXPECT_EQ(f[12], 0x88);
+    EXPECT_EQ(f[13], 0xB5);
+    EXPECT_EQ(std::memcmp(f + 6, src, 6), 0);
+  }
+  write_farewell(Farewell::kBye, src, f);
+  EXPECT_EQ(farewell_kind({f, 19}), Farewell::kNone);  // too short for the kind
+  uint8_t g[kFarewellFrameLen];
+  for (size_t at : {12, 13, 14, 17, 18, 19}) {  // EtherType, magic, version, kind
+    std::memcpy(g, f, sizeof(g));
+    g[at] ^= 0x40;
+    EXPECT_EQ(farewell_kind(g), Farewell::kNone) << "byte " << at;
+  }
+}
+
+// A memif pair in this process: the server end on one socket, the client
+// end on the same one.
+class MemifPair : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static int n = 0;
+    const std::string sock =
+        "/tmp/smrcd-port-test-" + std::to_string(::getpid()) + "-" + std::to_string(n) + ".sock";
+    const std::string common = ",id=0,socket=" + sock + ",socket-abstract=no";
+    const std::string tag = std::to_string(n++);
+    std::string err;
+    uint16_t id = 0;
+    ASSERT_TRUE(EthdevPort::attach("net_memif_fws" + tag + ",role=server" + common, &id, &err))
+        << err;
+    ASSERT_TRUE(server.open(id, small_port(), &err)) << err;
+    ASSERT_TRUE(EthdevPort::attach("net_memif_fwc" + tag + ",role=client" + common, &id, &err))
+        << err;
+    ASSERT_TRUE(client.open(id, small_port(), &err)) << err;
+    ASSERT_TRUE(server.start(&err)) << err;
+    ASSERT_TRUE(client.start(&err)) << err;
+    // DPDK's interrupt thread connects the two.
+    for (int i = 0; i < 5000 && !(server.link_up() && client.link_up()); ++i) {
+      rte_delay_us_sleep(1000);
+      server.poll_link(rte_rdtsc());
+      client.poll_link(rte_rdtsc());
+    }
+    ASSERT_TRUE(server.link_up() && client.link_up()) << "the memif pair never connected";
+    ::unlink(sock.c_str());
+  }
+
+  // What an lcore does with `port` until `stop`: bursts and link polls.
+  static void poll_until(EthdevPort* port, const std::atomic<bool>* stop) {
+    rte_mbuf* pkts[32];
+    while (!stop->load(std::memory_order_acquire)) {
+      if (const uint16_t n = port->rx_burst(pkts, 32); n > 0) rte_pktmbuf_free_bulk(pkts, n);
+      port->poll_link(rte_rdtsc());
+    }
+  }
+
+  // `closing` closes while an lcore polls `polled`: the lcore hears the
+  // farewell, answers, and keeps off the link from then on.
+  void close_while_polled(EthdevPort* closing, EthdevPort* polled) {
+    std::atomic<bool> stop{false};
+    std::thread lcore(poll_until, polled, &stop);
+    EthdevPort* ports[] = {closing};
+    EthdevPort::close_all(ports);
+    stop.store(true, std::memory_order_release);
+    lcore.join();
+    EXPECT_TRUE(polled->peer_closing());
+    EXPECT_FALSE(polled->link_up());
+    rte_mbuf* m = frame_with(1, 60);
+    EXPECT_EQ(polled->tx_burst(&m, 1), 0);  // kept off: no burst reaches the PMD
+    rte_pktmbuf_free(m);
+    rte_mbuf* rx[4];
+    EXPECT_EQ(polled->rx_burst(rx, 4), 0);
+    // The peer has closed; a port kept off its link closes after it, at once.
+    EthdevPort* rest[] = {polled};
+    EthdevPort::close_all(rest);
+  }
+
+  EthdevPort server;
+  EthdevPort client;
+};
+
+TEST_F(MemifPair, AClientsFarewellKeepsItsPollingServerOffTheLink) {
+  close_while_polled(&client, &server);
+}
+
+TEST_F(MemifPair, AServersFarewellKeepsItsPollingClientOffTheLink) {
+  close_while_polled(&server, &client);
+}
+
+// Frames between the two still flow before any farewell, and a farewell
+// frame never reaches the caller of rx_burst.
+TEST_F(MemifPair, FramesFlowAndFarewellsAreTakenOutOfBursts) {
+  rte_mbuf* tx[3] = {frame_with(5, 64), nullptr, frame_with(9, 80)};
+  tx[1] = rte_pktmbuf_alloc(kEal->pool);
+  const uint8_t src[6] = {2, 0, 0, 0, 0, 1};
+  write_farewell(Farewell::kByeAck,  // unasked: no effect on a port not closing
+                 src, reinterpret_cast<uint8_t*>(rte_pktmbuf_append(tx[1], kFarewellFrameLen)));
+  ASSERT_EQ(client.tx_burst(tx, 3), 3);
+  rte_mbuf* rx[8];
+  uint16_t got = 0;
+  for (int i = 0; i < 1000 && got < 2; ++i) got += server.rx_burst(rx + got, 8 - got);
+  ASSERT_EQ(got, 2);
+  EXPECT_EQ(rx[0]->pkt_len, 64u);
+  EXPECT_EQ(rx[1]->pkt_len, 80u);
+  rte_pktmbuf_free_bulk(rx, got);
+  EXPECT_FALSE(server.peer_closing());
+  EthdevPort* both[] = {&server, &client};
+  EthdevPort::close_all(both);
 }
 
 }  // namespace

@@ -27,6 +27,9 @@ programs written against libsoftmrc. One --case per test:
   stop_together        both daemons SIGTERMed at once, 20 times: both exit 0
                        every time (memif's disconnect, handled on DPDK's
                        interrupt thread, once raced the peer's own close)
+  stop_one_side        one daemon SIGTERMed, a then b, 10 times each: the
+                       other hears its farewell (plane down, "peer
+                       closing"), goes on, and both exit 0
 
 Exit 0 on success, 1 with the reason and the daemons' output otherwise.
 """
@@ -445,6 +448,30 @@ def case_stop_together(args):
               f'round {i + 1}: daemons exited {a.proc.returncode}, {b.proc.returncode}' +
               outputs(a, b))
     print(f'ok: {rounds} pairs stopped together, every daemon exited 0')
+
+
+def case_stop_one_side(args):
+    rounds = 10
+    for first in ('a', 'b'):
+        for i in range(rounds):
+            a, b = start_pair(args, {'timeout': 14})
+            try:
+                wait_planes_in_use(b, 'b')
+                gone, other = (a, b) if first == 'a' else (b, a)
+                stop(gone)
+                check(gone.proc.returncode == 0, f'{first} exited {gone.proc.returncode}')
+                planes = {other.read_until(r'plane (\d+) down \(peer closing\)',
+                                           timeout=10).group(1) for _ in range(PLANES)}
+                check(planes == {str(p) for p in range(PLANES)}, f'planes {planes} went down')
+                time.sleep(0.1)
+                check(other.proc.poll() is None, f'the other daemon exited after {first} went')
+                stop(other)
+                check(other.proc.returncode == 0, f'the other exited {other.proc.returncode}')
+            except Failure as e:
+                stop(a, b)
+                raise Failure(f'{first} first, round {i + 1}: {e}' + outputs(a, b)) from None
+    print(f'ok: {rounds} times each, one daemon stopped, the other heard its farewell, '
+          'went on and exited 0')
 
 
 if __name__ == '__main__':

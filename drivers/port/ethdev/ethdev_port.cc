@@ -4,9 +4,11 @@
 #include <rte_cycles.h>
 #include <rte_dev.h>
 #include <rte_devargs.h>
+#include <rte_errno.h>
 #include <rte_kvargs.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace softmrc::port {
 
@@ -84,7 +86,8 @@ bool EthdevPort::open(uint16_t port_id, const EthdevPortConfig& cfg, std::string
     return false;
   }
   driver_ = info.driver_name ? info.driver_name : "?";
-  closes_after_peer_ = driver_ == "net_memif" && memif_server(info.device);
+  if (driver_ == "net_memif")
+    link_end_ = memif_server(info.device) ? LinkEnd::kServer : LinkEnd::kClient;
 
   rte_eth_conf conf{};
   if (cfg.tx_multi_seg) {
@@ -146,6 +149,13 @@ bool EthdevPort::open(uint16_t port_id, const EthdevPortConfig& cfg, std::string
   if (lsc_)
     rte_eth_dev_callback_register(port_id, RTE_ETH_EVENT_INTR_LSC, &EthdevPort::on_link_event,
                                   this);
+  if (link_end_ != LinkEnd::kNone) {
+    farewell_pool_ = cfg.rx_pool;
+    if (rte_eth_add_rx_callback(port_id, 0, &EthdevPort::take_farewells, this) == nullptr) {
+      *err = name_ + ": cannot add the farewell RX callback: " + errno_text(rte_errno);
+      return false;
+    }
+  }
   const uint64_t poll_us = lsc_ ? std::max(cfg.link_poll_us, kLinkBackstopUs) : cfg.link_poll_us;
   link_poll_tsc_ = poll_us * rte_get_tsc_hz() / 1'000'000;
   return true;
@@ -178,26 +188,101 @@ void EthdevPort::close() {
 }
 
 void EthdevPort::close_all(std::span<EthdevPort* const> ports) {
-  for (EthdevPort* p : ports)
-    if (!p->closes_after_peer()) p->close();
-  const uint64_t hz = rte_get_tsc_hz();
-  const uint64_t deadline = rte_rdtsc() + kPeerCloseWaitUs * hz / 1'000'000;
-  bool waited = false;
+  std::vector<EthdevPort*> waiting;
   for (EthdevPort* p : ports) {
-    if (!p->closes_after_peer() || !p->opened_) continue;
-    for (;;) {
-      rte_eth_link link;
-      if (rte_eth_link_get_nowait(p->port_id_, &link) != 0 || link.link_status != RTE_ETH_LINK_UP)
-        break;
-      if (rte_rdtsc() >= deadline) break;
-      rte_delay_us_sleep(kPeerPollUs);
-      waited = true;
+    if (p->link_end_ == LinkEnd::kNone || !p->started_) {
+      p->close();
+      continue;
     }
+    p->closing_ = true;
+    p->bye_owed_ = !p->kept_off_;
+    waiting.push_back(p);
+  }
+  const uint64_t deadline = rte_rdtsc() + kPeerCloseWaitUs * rte_get_tsc_hz() / 1'000'000;
+  bool saw_down = false;
+  while (!waiting.empty() && rte_rdtsc() < deadline) {
+    std::erase_if(waiting, [&](EthdevPort* p) {
+      // A TX ring may have no room yet (memif's server sends into slots
+      // its client's RX bursts hand back): farewells are sent until taken.
+      if (p->bye_owed_) p->bye_owed_ = !p->send_farewell(Farewell::kBye);
+      rte_mbuf* pkts[32];
+      // The burst's callback takes in the peer's BYE or BYE_ACK.
+      if (p->kept_off_)
+        p->keep_off();
+      else if (!p->peer_acked_)
+        if (const uint16_t n = rte_eth_rx_burst(p->port_id_, 0, pkts, 32); n > 0)
+          rte_pktmbuf_free_bulk(pkts, n);
+      // Acknowledged: the peer keeps off the link and waits for us to go.
+      if (p->peer_acked_) {
+        p->close();
+        return true;
+      }
+      rte_eth_link link;
+      if (rte_eth_link_get_nowait(p->port_id_, &link) != 0 || link.link_status != RTE_ETH_LINK_UP) {
+        saw_down = true;
+        return true;
+      }
+      return false;
+    });
+    if (!waiting.empty()) rte_delay_us_sleep(kPeerPollUs);
   }
   // The link goes down first thing in the interrupt thread's disconnect;
-  // the rest of it (unmapping, freeing) must be over before ours begins.
-  if (waited) rte_delay_us_sleep(kPeerSettleUs);
+  // the rest of it (unmapping, freeing) must be over before our close.
+  if (saw_down) rte_delay_us_sleep(kPeerSettleUs);
   for (EthdevPort* p : ports) p->close();
+}
+
+uint16_t EthdevPort::take_farewells(uint16_t, uint16_t, rte_mbuf** pkts, uint16_t n, uint16_t,
+                                    void* arg) {
+  auto* port = static_cast<EthdevPort*>(arg);
+  uint16_t kept = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    const Farewell kind = m->data_len >= kFarewellFrameLen
+                              ? farewell_kind({rte_pktmbuf_mtod(m, const uint8_t*), m->data_len})
+                              : Farewell::kNone;
+    if (kind == Farewell::kNone) {
+      pkts[kept++] = m;
+      continue;
+    }
+    rte_pktmbuf_free(m);
+    port->on_farewell(kind);
+  }
+  return kept;
+}
+
+void EthdevPort::on_farewell(Farewell kind) {
+  if (kind == Farewell::kByeAck) {
+    peer_acked_ = closing_;
+    return;
+  }
+  // Closing, a client waits for its server's answer instead.
+  if (closing_ && link_end_ == LinkEnd::kClient) return;
+  if (kept_off_) return;
+  ack_owed_ = !send_farewell(Farewell::kByeAck);
+  kept_off_ = true;
+  peer_gone_ = false;
+  next_link_poll_tsc_ = 0;  // the endpoint hears of it at its next poll_link()
+}
+
+uint16_t EthdevPort::keep_off() {
+  if (ack_owed_) ack_owed_ = !send_farewell(Farewell::kByeAck);
+  return 0;
+}
+
+bool EthdevPort::send_farewell(Farewell kind) {
+  rte_mbuf* m = farewell_pool_ ? rte_pktmbuf_alloc(farewell_pool_) : nullptr;
+  if (m == nullptr) return false;
+  auto* frame = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kFarewellFrameLen));
+  if (frame == nullptr) {
+    rte_pktmbuf_free(m);
+    return false;
+  }
+  const rte_ether_addr src = mac();
+  write_farewell(kind, src.addr_bytes, frame);
+  if (rte_eth_tx_burst(port_id_, 0, &m, 1) == 1) return true;
+  rte_pktmbuf_free(m);
+  return false;
 }
 
 int EthdevPort::on_link_event(uint16_t, rte_eth_event_type, void* arg, void*) {
@@ -208,7 +293,13 @@ int EthdevPort::on_link_event(uint16_t, rte_eth_event_type, void* arg, void*) {
 bool EthdevPort::read_link() {
   rte_eth_link link;
   if (rte_eth_link_get_nowait(port_id_, &link) != 0) return false;
-  const bool up = link.link_status == RTE_ETH_LINK_UP;
+  bool up = link.link_status == RTE_ETH_LINK_UP;
+  if (kept_off_) {
+    // Kept off until the peer has gone and a new one connected.
+    peer_gone_ = peer_gone_ || !up;
+    if (up && peer_gone_) kept_off_ = peer_gone_ = ack_owed_ = false;
+    up = up && !kept_off_;
+  }
   const bool changed = up != link_up_;
   link_up_ = up;
   return changed;

@@ -22,6 +22,8 @@
 #include <span>
 #include <string>
 
+#include "port/ethdev/farewell.h"
+
 namespace softmrc::port {
 
 struct EthdevPortConfig {
@@ -56,24 +58,27 @@ class EthdevPort {
   bool start(std::string* err);
   void stop();
   void close();
-  // Closes `ports` (none polled any more), each link's peer given the
-  // chance to close first where the PMD needs that (closes_after_peer()):
-  // such ports wait up to kPeerCloseWaitUs in all for their links to go down.
+  // Closes `ports` (none polled any more). net_memif ports first hand
+  // their links over to their peers (farewell.h), waiting up to
+  // kPeerCloseWaitUs in all for the peers' answers.
   static void close_all(std::span<EthdevPort* const> ports);
-  // net_memif frees the memory a link shares from DPDK's interrupt thread
-  // when the peer disconnects, unsynchronised with whatever else touches
-  // the port: the lcore's bursts, or this process closing the port at the
-  // same moment (a crash on the interrupt thread). The server end of a
-  // link therefore closes after its client.
-  bool closes_after_peer() const { return closes_after_peer_; }
 
   uint16_t port_id() const { return port_id_; }
   const std::string& name() const { return name_; }
   const std::string& driver() const { return driver_; }
   bool link_interrupt() const { return lsc_; }
 
-  uint16_t rx_burst(rte_mbuf** pkts, uint16_t n) { return rte_eth_rx_burst(port_id_, 0, pkts, n); }
-  uint16_t tx_burst(rte_mbuf** pkts, uint16_t n) { return rte_eth_tx_burst(port_id_, 0, pkts, n); }
+  // No burst reaches a link the peer is closing (farewell.h).
+  uint16_t rx_burst(rte_mbuf** pkts, uint16_t n) {
+    if (kept_off_) [[unlikely]]
+      return keep_off();
+    return rte_eth_rx_burst(port_id_, 0, pkts, n);
+  }
+  uint16_t tx_burst(rte_mbuf** pkts, uint16_t n) {
+    if (kept_off_) [[unlikely]]
+      return keep_off();
+    return rte_eth_tx_burst(port_id_, 0, pkts, n);
+  }
 
   // Re-reads the link when an interrupt said it changed, and once the poll
   // period has passed since the last read: link_poll_us for PMDs without
@@ -82,6 +87,9 @@ class EthdevPort {
   // when the link changed; link_up() then has the new state.
   bool poll_link(uint64_t now_tsc);
   bool link_up() const { return link_up_; }
+  // The link is down to us because its peer said farewell, not (yet) for
+  // the PMD.
+  bool peer_closing() const { return kept_off_; }
 
   // Test and benchmark hooks: functions DPDK runs inside every RX (after
   // the PMD) or TX (before the PMD) burst of the port, on the polling lcore.
@@ -101,7 +109,18 @@ class EthdevPort {
   bool use_mac(const rte_ether_addr& mac);
 
  private:
+  // The end of a net_memif link that this port is (farewell.h).
+  enum class LinkEnd : uint8_t { kNone, kClient, kServer };
+
   static int on_link_event(uint16_t port_id, rte_eth_event_type type, void* arg, void* ret);
+  // Takes the farewell frames out of every burst of a net_memif port.
+  static uint16_t take_farewells(uint16_t port_id, uint16_t queue, rte_mbuf** pkts, uint16_t n,
+                                 uint16_t max, void* arg);
+  void on_farewell(Farewell kind);
+  bool send_farewell(Farewell kind);
+  // A burst on a link the peer is closing: none, only a BYE_ACK the TX
+  // ring had no room for. Returns 0.
+  uint16_t keep_off();
   bool read_link();
 
   uint16_t port_id_ = RTE_MAX_ETHPORTS;
@@ -110,7 +129,14 @@ class EthdevPort {
   bool opened_ = false;
   bool started_ = false;
   bool lsc_ = false;  // the PMD raises link-status interrupts
-  bool closes_after_peer_ = false;
+  LinkEnd link_end_ = LinkEnd::kNone;
+  rte_mempool* farewell_pool_ = nullptr;
+  bool kept_off_ = false;    // the peer said BYE: no bursts
+  bool ack_owed_ = false;    // ... and our BYE_ACK is not sent yet
+  bool peer_gone_ = false;   // ... and the link has gone down since
+  bool closing_ = false;     // in close_all(): a client answers no BYE
+  bool bye_owed_ = false;    // closing, our BYE is not sent yet
+  bool peer_acked_ = false;  // closing, the peer answered our BYE
   bool link_up_ = false;
   uint64_t link_poll_tsc_ = 0;
   uint64_t next_link_poll_tsc_ = 0;
