@@ -205,13 +205,10 @@ void EthdevPort::close_all(std::span<EthdevPort* const> ports) {
       // A TX ring may have no room yet (memif's server sends into slots
       // its client's RX bursts hand back): farewells are sent until taken.
       if (p->bye_owed_) p->bye_owed_ = !p->send_farewell(Farewell::kBye);
+      // The burst's callback takes in the peer's BYE or BYE_ACK (kept
+      // off the link, the burst only sends a BYE_ACK still owed).
       rte_mbuf* pkts[32];
-      // The burst's callback takes in the peer's BYE or BYE_ACK.
-      if (p->kept_off_)
-        p->keep_off();
-      else if (!p->peer_acked_)
-        if (const uint16_t n = rte_eth_rx_burst(p->port_id_, 0, pkts, 32); n > 0)
-          rte_pktmbuf_free_bulk(pkts, n);
+      if (const uint16_t n = p->rx_burst(pkts, 32); n > 0) rte_pktmbuf_free_bulk(pkts, n);
       // Acknowledged: the peer keeps off the link and waits for us to go.
       if (p->peer_acked_) {
         p->close();
