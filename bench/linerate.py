@@ -29,7 +29,12 @@ what one lcore that had its CPU to itself would do. They still move from
 run to run (other programs also take caches and memory bandwidth): --runs N
 measures everything N times and prints the median of each cell (a ratio is
 the median of the runs' ratios).
-Usage: bench/linerate.py [--build build] [--seconds 2] [--runs 1]
+
+--port-lcore gives softmrcd's port an lcore of its own (lcore 2, on the
+main lcore's CPU: `endpoints[].planes[].lcore`, docs/daemon.md): the
+endpoint's lcore (rte-worker-1, whose CPU the rates are divided by) then
+takes its bursts from the port lcore's rings instead of the PMD.
+Usage: bench/linerate.py [--build build] [--seconds 2] [--runs 1] [--port-lcore]
 """
 
 import argparse
@@ -57,9 +62,9 @@ cc_profiles:
   default: {{algorithm: none}}
 qp: {{mpr: 16}}
 endpoints:
-  - name: dut
+  - name: dut{endpoint_lcore}
     planes:
-      - {{port: "net_null0", ip: "fd00::1"}}
+      - {{port: "net_null0", ip: "fd00::1"{port_lcore}}}
 peers:
   - name: gen
     planes:
@@ -104,8 +109,11 @@ def softmrcd(args, mode, mtu, icrc=True):
     """(frame bytes, Mpps, Gb/s, lcore CPU share) of softmrcd --linerate."""
     path = os.path.join(args.workdir, f'linerate-{mtu}-{icrc}.yaml')
     with open(path, 'w') as f:
-        f.write(CONFIG.format(mtu=mtu, icrc='true' if icrc else 'false'))
-    cmd = [args.softmrcd] + EAL + ['--file-prefix', 'smrcd-bench-linerate', '--', '--config',
+        f.write(CONFIG.format(mtu=mtu, icrc='true' if icrc else 'false',
+                              endpoint_lcore='\n    lcore: 1' if args.port_lcore else '',
+                              port_lcore=', lcore: 2' if args.port_lcore else ''))
+    eal = ['--lcores', '0@0,1@1,2@0'] + EAL[2:] if args.port_lcore else EAL
+    cmd = [args.softmrcd] + eal + ['--file-prefix', 'smrcd-bench-linerate', '--', '--config',
                                    path, '--linerate', mode]
     # The measured interval: after 300 ms of warm-up, 2 s.
     code, out, share = run(cmd, (0.5, 2.2))
@@ -164,6 +172,8 @@ def main():
     p.add_argument('--softmrcd', help='default: <build>/app/softmrcd')
     p.add_argument('--seconds', type=int, default=2, help='testpmd run length')
     p.add_argument('--runs', type=int, default=1, help='runs to take the median of')
+    p.add_argument('--port-lcore', action='store_true',
+                   help="softmrcd's port on an lcore of its own (lcore 2)")
     args = p.parse_args()
     args.softmrcd = args.softmrcd or os.path.join(args.build, 'app', 'softmrcd')
     with tempfile.TemporaryDirectory() as tmp:

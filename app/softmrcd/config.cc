@@ -71,7 +71,12 @@ void read_endpoint(const YAML::Node& node, const std::string& key, bool hosted, 
   for (size_t i = 0; i < planes.size(); ++i) {
     PlaneSpec p;
     Map pm(planes[i], index_key(m.key("planes"), i));
-    if (hosted) p.port = pm.string("port");
+    if (hosted) {
+      p.port = pm.string("port");
+      pm.uint("lcore", 0, kMaxLcoreId, &p.lcore);
+      if (p.lcore != kAnyLcore && e->lcore == kAnyLcore)
+        fail(pm.key("lcore"), "needs the endpoint's own lcore set too (" + m.key("lcore") + ")");
+    }
     if (pm.has("mac")) {
       const std::string mac = pm.string("mac");
       if (!parse_mac(mac, &p.mac))
@@ -281,20 +286,35 @@ void check_traffic_fits(const Config& c) {
   }
 }
 
+uint32_t port_lcore_planes(const EndpointSpec& e) {
+  uint32_t n = 0;
+  for (uint32_t p = 0; p < e.planes.size(); ++p) n += has_own_lcore(e, p);
+  return n;
+}
+
 // Every TX descriptor (or, on a link, every slot of the two rings between
 // the endpoints and of the delay line) of every plane may hold an mbuf of
-// the endpoint's TX pool, plus the lcore caches and what is being framed.
+// the endpoint's TX pool, plus the lcore caches and what is being framed;
+// so may a port lcore's tx ring and burst, and on a link the partner's port
+// lcores' rx rings.
 void check_mbufs(const Config& c) {
   for (uint32_t i = 0; i < c.hosted; ++i) {
     const int link = c.link_of(i);
     const uint64_t per_plane =
         link >= 0 ? 2 * uint64_t{c.link_ring} + c.links[link].fabric.delay_line_packets : c.tx_desc;
-    const uint64_t need = c.num_planes() * per_plane + 2 * c.mbuf_cache + 512;
+    // A port lcore's tx ring and the burst it holds.
+    uint64_t relay = uint64_t{port_lcore_planes(c.endpoints[i])} * (kPortRingSlots + 32);
+    if (link >= 0) {
+      const uint32_t partner = c.links[link].a == i ? c.links[link].b : c.links[link].a;
+      relay += uint64_t{port_lcore_planes(c.endpoints[partner])} * kPortRingSlots;
+    }
+    const uint64_t need = c.num_planes() * per_plane + relay + 2 * c.mbuf_cache + 512;
     if (c.mbufs < need)
       fail("mempool.mbufs",
            std::to_string(c.mbufs) + " is too few for endpoint '" + c.endpoints[i].name +
                "': " + std::to_string(c.num_planes()) + " planes x " + std::to_string(per_plane) +
                (link >= 0 ? " link ring and delay line slots" : " TX descriptors") +
+               (relay ? " and " + std::to_string(relay) + " port lcore ring slots" : "") +
                " need at least " + std::to_string(need));
   }
 }
@@ -466,8 +486,14 @@ std::vector<engine::EvEntry> ev_entries(const EvProfileSpec& p, uint32_t num_pla
   return evs;
 }
 
-uint32_t rx_pool_size(const Config& cfg) {
-  return cfg.num_planes() * (uint32_t{cfg.rx_desc} + 64) + 2 * cfg.mbuf_cache + 64;
+bool has_own_lcore(const EndpointSpec& e, uint32_t plane) {
+  const int lcore = e.planes[plane].lcore;
+  return lcore != kAnyLcore && lcore != e.lcore;
+}
+
+uint32_t rx_pool_size(const Config& cfg, uint32_t endpoint) {
+  return cfg.num_planes() * (uint32_t{cfg.rx_desc} + 64) +
+         port_lcore_planes(cfg.endpoints[endpoint]) * kPortRingSlots + 2 * cfg.mbuf_cache + 64;
 }
 
 bool parse_config(const std::string& text, const std::string& name, Config* out, std::string* err) {

@@ -30,7 +30,8 @@ enum class TxPayload : uint8_t {
 };
 
 struct PlaneSpec {
-  std::string port;  // device spec; empty for a plane of a linked endpoint or a peer
+  std::string port;       // device spec; empty for a plane of a linked endpoint or a peer
+  int lcore = kAnyLcore;  // polls the port, when not the endpoint's (port_task.h)
   bool has_mac = false;
   wire::MacAddr mac;
   wire::IpVersion ip_version = wire::IpVersion::kV6;
@@ -196,9 +197,20 @@ struct Config {
 std::vector<engine::EvEntry> ev_entries(const EvProfileSpec& p, uint32_t num_planes,
                                         wire::EvMode mode);
 
-// Mbufs of an endpoint's RX pool: every RX descriptor of every plane, the
-// burst being handled and the lcore cache.
-uint32_t rx_pool_size(const Config& cfg);
+// Frames each ring between a port lcore and its endpoint holds
+// (port_task.h): a few bursts, to ride out the two lcores' jitter. More
+// would only keep more mbufs out of the caches; the PMD's rings are the
+// buffer.
+inline constexpr uint32_t kPortRingSlots = 256;
+
+// Whether plane `plane` of a hosted endpoint has a port lcore of its own:
+// its `lcore` is set and is not the endpoint's.
+bool has_own_lcore(const EndpointSpec& e, uint32_t plane);
+
+// Mbufs of an endpoint's RX pool: every RX descriptor of every plane (and
+// every slot of a port lcore's rx ring), the burst being handled and the
+// lcore cache.
+uint32_t rx_pool_size(const Config& cfg, uint32_t endpoint);
 
 // Bytes of the largest frame the daemon builds or accepts for `path_mtu`.
 inline uint32_t max_frame_bytes(uint32_t path_mtu) {

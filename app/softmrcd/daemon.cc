@@ -131,6 +131,14 @@ bool Daemon::assign_lcores(std::string* err) {
     if (!pick(e->lcore(), cfg_.endpoints[e->index()].key + ".lcore", &lc)) return false;
     e->set_lcore(lc);
     roles_[lc].endpoints.push_back(e.get());
+    for (uint32_t p = 0; p < e->num_planes(); ++p) {
+      PortTask* port = e->port_task(p);
+      if (port == nullptr) continue;
+      const std::string key =
+          cfg_.endpoints[e->index()].key + ".planes[" + std::to_string(p) + "].lcore";
+      if (!pick(port->lcore(), key, &lc)) return false;
+      roles_[lc].ports.push_back(port);
+    }
   }
   for (auto& l : links_) {
     int lc = 0;
@@ -273,6 +281,7 @@ int Daemon::lcore_main(void* arg) {
     const uint64_t tsc = rte_rdtsc();
     bool work = false;
     for (EndpointTask* e : r.endpoints) work = e->poll(tsc) || work;
+    for (PortTask* p : r.ports) work = p->poll(tsc) || work;
     if (!r.links.empty()) {
       const uint64_t now = d.clock_.ns(tsc);
       for (Link* l : r.links) l->poll(now);
@@ -302,7 +311,7 @@ int Daemon::run() {
   next_log_ns_ = started_ns_ + log_interval_ns_;
   if (!opt_.interactive || linerate_) start_traffic();
   for (unsigned lc = 0; lc < roles_.size(); ++lc)
-    if (!roles_[lc].endpoints.empty() || !roles_[lc].links.empty())
+    if (!roles_[lc].endpoints.empty() || !roles_[lc].links.empty() || !roles_[lc].ports.empty())
       rte_eal_remote_launch(&Daemon::lcore_main, &roles_[lc], lc);
   if (opt_.interactive) prompt_ = std::make_unique<Prompt>(*this);
 

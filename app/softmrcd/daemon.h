@@ -2,11 +2,13 @@
 // configuration, gives each lcore its roles, and runs the control thread on
 // the main lcore (the prompt, the periodic log, signals, shutdown).
 //
-// The lcore model: every endpoint and every link is a role that one lcore
-// owns; an lcore runs all of its roles in turn, in one loop, so one lcore
-// may carry everything (a 2-core machine) or each endpoint may have its
-// own. Roles share nothing but rings (the ports' and the commands') and
-// the Phase; the control thread and telemetry read Published snapshots.
+// The lcore model: every endpoint, every link and every plane port given
+// an lcore of its own (port_task.h) is a role that one lcore owns; an
+// lcore runs all of its roles in turn, in one loop, so one lcore may carry
+// everything (a 2-core machine), or each endpoint and each of its ports may
+// have its own (bare metal). Roles share nothing but rings (the ports',
+// the port lcores' and the commands') and the Phase; the control thread
+// and telemetry read Published snapshots.
 #pragma once
 
 #include <atomic>
@@ -66,6 +68,7 @@ class Daemon {
     Daemon* daemon = nullptr;
     std::vector<EndpointTask*> endpoints;
     std::vector<Link*> links;
+    std::vector<PortTask*> ports;  // planes' ports on lcores of their own
   };
 
   static int lcore_main(void* arg);

@@ -55,7 +55,8 @@ bool EndpointTask::setup(const Config& cfg, uint32_t index, const std::vector<ui
     return mp;
   };
   if ((tx_pool_ = make_pool("_tx", cfg.mbufs, data_room)) == nullptr) return false;
-  if (link_ports.empty() && (rx_pool_ = make_pool("_rx", rx_pool_size(cfg), data_room)) == nullptr)
+  if (link_ports.empty() &&
+      (rx_pool_ = make_pool("_rx", rx_pool_size(cfg, index), data_room)) == nullptr)
     return false;
   if (cfg.tx_payload == TxPayload::kExtbuf &&
       (attach_pool_ = make_pool("_x", cfg.mbufs, 0)) == nullptr)
@@ -97,6 +98,15 @@ bool EndpointTask::setup(const Config& cfg, uint32_t index, const std::vector<ui
     if (!port.open(port_id, pc, err)) {
       *err = key + ".port: " + *err;
       return false;
+    }
+    if (has_own_lcore(spec, p)) {
+      planes_[p].relay = std::make_unique<PortTask>();
+      planes_[p].relay->set_lcore(spec.planes[p].lcore);
+      const std::string relay_name = "smrcd_p" + std::to_string(index) + "_" + std::to_string(p);
+      if (!planes_[p].relay->setup(&port, relay_name, err)) {
+        *err = key + ".lcore: " + *err;
+        return false;
+      }
     }
     if (spec.planes[p].has_mac) {
       rte_ether_addr a;
@@ -205,6 +215,7 @@ bool EndpointTask::connect(uint32_t qpn, uint32_t peer, uint32_t dest_qpn, std::
 bool EndpointTask::start(std::string* err) {
   for (uint32_t p = 0; p < planes_.size(); ++p) {
     if (!planes_[p].port->start(err)) return false;
+    if (planes_[p].relay) planes_[p].relay->start();
     PlaneState& s = planes_[p].state;
     s.link_up = planes_[p].port->link_up();
     s.engine_up = true;  // the engine starts with every plane up
@@ -227,6 +238,7 @@ void EndpointTask::close() {
   for (Plane& p : planes_) {
     for (uint16_t i = 0; i < p.num_pending; ++i) rte_pktmbuf_free(p.pending[i]);
     p.num_pending = 0;
+    p.relay.reset();
     if (p.port) p.port->close();
   }
   planes_.clear();
@@ -259,17 +271,7 @@ bool EndpointTask::poll(uint64_t tsc) {
   if (phase != seen_phase_) on_phase(phase, now);
   uint32_t work = rte_ring_count(commands_);
   if (work != 0) run_commands(now);
-  for (uint32_t p = 0; p < planes_.size(); ++p) {
-    Plane& pl = planes_[p];
-    if (!pl.port->poll_link(tsc)) continue;
-    pl.state.link_up = pl.port->link_up();
-    ++pl.counters.link_changes;
-    apply_plane_state(p,
-                      pl.state.link_up          ? "link up"
-                      : pl.port->peer_closing() ? "peer closing"
-                                                : "link down",
-                      now);
-  }
+  poll_links(tsc, now);
   for (uint32_t p = 0; p < planes_.size(); ++p) work += receive(p, now);
   drain_engine(now);
   if (app_) work += app_->poll(ep_);
@@ -277,6 +279,25 @@ bool EndpointTask::poll(uint64_t tsc) {
   work += transmit(now);
   if (now >= next_snapshot_ns_) publish(now);
   return work != 0;
+}
+
+void EndpointTask::poll_links(uint64_t tsc, uint64_t now) {
+  for (uint32_t p = 0; p < planes_.size(); ++p) {
+    Plane& pl = planes_[p];
+    bool up, peer_closing;
+    if (pl.relay) {
+      if (!pl.relay->poll_link()) continue;
+      up = pl.relay->link_up();
+      peer_closing = pl.relay->peer_closing();
+    } else {
+      if (!pl.port->poll_link(tsc)) continue;
+      up = pl.port->link_up();
+      peer_closing = pl.port->peer_closing();
+    }
+    pl.state.link_up = up;
+    ++pl.counters.link_changes;
+    apply_plane_state(p, up ? "link up" : peer_closing ? "peer closing" : "link down", now);
+  }
 }
 
 void EndpointTask::on_phase(Phase phase, uint64_t now) {
@@ -313,7 +334,10 @@ void EndpointTask::run_commands(uint64_t now) {
         }
         break;
       case CommandType::kClearStats:
-        for (Plane& p : planes_) p.counters = PlaneCounters{};
+        for (Plane& p : planes_) {
+          p.counters = PlaneCounters{};
+          if (p.relay) p.relay_cleared = p.relay->counters();
+        }
         drops_ = DropCounters{};
         break;
       case CommandType::kCall:
@@ -342,8 +366,11 @@ void EndpointTask::apply_plane_state(uint32_t plane, const char* why, uint64_t n
 
 uint16_t EndpointTask::receive(uint32_t plane, uint64_t now) {
   rte_mbuf* pkts[kBurst];
-  const uint16_t n = planes_[plane].port->rx_burst(pkts, kBurst);
+  const uint16_t n = rx_burst(planes_[plane], pkts, kBurst);
   if (n == 0) return 0;
+  // The PMD (or a port lcore, on another core) wrote the mbufs: ask for all
+  // of their header lines at once rather than missing on them one by one.
+  for (uint16_t i = 0; i < n; ++i) rte_prefetch0(pkts[i]);
   for (uint16_t i = 0; i < n; ++i) {
     if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
     handle_rx(pkts[i], plane, now);
@@ -434,7 +461,7 @@ bool EndpointTask::tx_room() const {
 
 uint16_t EndpointTask::flush_tx(Plane& p) {
   if (p.num_pending == 0) return 0;
-  const uint16_t sent = p.port->tx_burst(p.pending, p.num_pending);
+  const uint16_t sent = tx_burst(p, p.pending, p.num_pending);
   for (uint16_t i = 0; i < sent; ++i) p.counters.tx_bytes += p.pending[i]->pkt_len;
   p.counters.tx_packets += sent;
   p.num_pending -= sent;
@@ -480,6 +507,11 @@ void EndpointTask::publish(uint64_t now) {
   for (size_t p = 0; p < planes_.size(); ++p) {
     s.plane_state[p] = planes_[p].state;
     s.planes[p] = planes_[p].counters;
+    if (const PortTask* relay = planes_[p].relay.get()) {
+      const PortTaskCounters c = relay->counters();
+      s.planes[p].port_rx_stalls = c.rx_stalls - planes_[p].relay_cleared.rx_stalls;
+      s.planes[p].port_tx_link_down = c.tx_link_down - planes_[p].relay_cleared.tx_link_down;
+    }
   }
   s.drops = drops_;
   s.engine = ep_.counters();

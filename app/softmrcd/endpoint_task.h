@@ -28,6 +28,7 @@
 #include "softmrcd/config.h"
 #include "softmrcd/control_events.h"
 #include "softmrcd/framer.h"
+#include "softmrcd/port_task.h"
 #include "softmrcd/published.h"
 #include "softmrcd/stats.h"
 #include "softmrcd/txgen.h"
@@ -125,6 +126,8 @@ class EndpointTask {
   void set_lcore(int lcore) { lcore_ = lcore; }
   uint32_t num_planes() const { return static_cast<uint32_t>(planes_.size()); }
   port::EthdevPort& port(uint32_t plane) { return *planes_[plane].port; }
+  // The lcore of its own that polls the plane's port (port_task.h), or null.
+  PortTask* port_task(uint32_t plane) { return planes_[plane].relay.get(); }
 
  private:
   static constexpr uint16_t kBurst = 32;
@@ -133,6 +136,8 @@ class EndpointTask {
 
   struct Plane {
     std::unique_ptr<port::EthdevPort> port;
+    std::unique_ptr<PortTask> relay;  // the port's own lcore, if it has one
+    PortTaskCounters relay_cleared;   // the relay's counters at the last clear
     PlaneState state;
     PlaneCounters counters;
     rte_mbuf* pending[kPendingMax];  // framed, not yet taken by the port
@@ -142,6 +147,14 @@ class EndpointTask {
   void on_phase(Phase phase, uint64_t now);
   void run_commands(uint64_t now);
   void apply_plane_state(uint32_t plane, const char* why, uint64_t now);
+  // The plane's port, directly or through its own lcore's rings.
+  static uint16_t rx_burst(Plane& p, rte_mbuf** pkts, uint16_t n) {
+    return p.relay ? p.relay->rx_burst(pkts, n) : p.port->rx_burst(pkts, n);
+  }
+  static uint16_t tx_burst(Plane& p, rte_mbuf** pkts, uint16_t n) {
+    return p.relay ? p.relay->tx_burst(pkts, n) : p.port->tx_burst(pkts, n);
+  }
+  void poll_links(uint64_t tsc, uint64_t now);
   uint16_t receive(uint32_t plane, uint64_t now);
   void handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now);
   void drain_engine(uint64_t now);

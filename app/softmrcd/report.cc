@@ -115,6 +115,8 @@ void planes_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, int on
       r.num("tx_bytes", s.planes[p].tx_bytes);
       r.num("tx_extbuf", s.planes[p].tx_extbuf);
       r.num("link_changes", s.planes[p].link_changes);
+      r.num("port_rx_stalls", s.planes[p].port_rx_stalls);
+      r.num("port_tx_link_down", s.planes[p].port_tx_link_down);
       uint64_t usable = 0, good = 0;
       for (uint32_t q = 0; q < s.num_qps; ++q)
         for (uint32_t i = 0; i < s.qps[q].num_evs; ++i) {

@@ -49,6 +49,9 @@ struct PlaneCounters {
   uint64_t tx_bytes = 0;
   uint64_t tx_extbuf = 0;     // data packets sent from registered memory in place
   uint64_t link_changes = 0;  // link up/down transitions seen
+  // A port on an lcore of its own (port_task.h).
+  uint64_t port_rx_stalls = 0;     // its passes that left RX alone: the endpoint was behind
+  uint64_t port_tx_link_down = 0;  // frames it freed because the link was down
 };
 
 struct PlaneState {

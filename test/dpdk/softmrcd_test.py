@@ -4,6 +4,8 @@
   two_endpoints_plane_failure  two endpoints over the in-process fabric; a
                                plane fails and comes back mid-transfer; every
                                byte verified, traffic flowing throughout
+  port_lcores                  the same with planes' ports polled by an lcore
+                               of their own
   telemetry                    /softmrc/... over the telemetry socket and
                                with dpdk-telemetry.py, values asserted
   interactive                  the prompt, fed on stdin
@@ -201,11 +203,16 @@ LOG = re.compile(r'^softmrcd: t=([\d.]+)s a\[.*planes (\d+) .*\] b\[.*planes (\d
                  r'txgen verified (\d+) \(\+(\d+)\) [\d.]+ Gb/s errors (\d+)$')
 
 
-def case_two_endpoints_plane_failure(args):
+def plane_failure_config():
+    """Two endpoints on 4 planes; plane 2 down from 0.4 s to 0.9 s."""
     cfg = two_endpoints(planes=4)
     cfg['links'][0]['schedule'] = [{'at_ms': 400, 'plane': 2, 'state': 'down'},
                                    {'at_ms': 900, 'plane': 2, 'state': 'up'}]
-    code, out, err = Daemon(args, 'plane_failure', cfg).run()
+    return cfg
+
+
+def check_plane_failure(code, out, err):
+    """What every run of plane_failure_config() must show."""
     both = out + err
     check(code == 0, f'exit status {code}', both)
     check('softmrcd: PASS' in out, 'no PASS line', both)
@@ -228,6 +235,29 @@ def case_two_endpoints_plane_failure(args):
           'no message was verified while plane 2 was down', both)
     check(after and all(m.group(2) == '1111' for m in after), 'plane 2 not back in use', both)
     check(any(int(m.group(5)) > 0 for m in after), 'no traffic after plane 2 came back', both)
+
+
+def case_two_endpoints_plane_failure(args):
+    check_plane_failure(*Daemon(args, 'plane_failure', plane_failure_config()).run())
+
+
+def case_port_lcores(args):
+    """Planes' ports on an lcore of their own: all of a's and b's plane 1 on
+    lcore 2 (b names its own lcore for plane 0: polled directly), the endpoints
+    on lcore 1 (each lcore on a CPU of its own but for
+    the control thread). Only the port lcore moves a's frames, so every
+    message verified crossed it; the plane failure reaches the endpoints
+    through it."""
+    cfg = plane_failure_config()
+    cfg['mempool'] = {'mbufs': 16383}
+    a, b = cfg['endpoints']
+    a['lcore'] = b['lcore'] = 1
+    for p in a['planes']:
+        p['lcore'] = 2
+    b['planes'][1]['lcore'] = 2
+    b['planes'][0]['lcore'] = 1  # its own lcore: polled directly
+    eal = ['--lcores', '0@0,1@1,2@0'] + EAL[2:]
+    check_plane_failure(*Daemon(args, 'port_lcores', cfg, eal=eal).run())
 
 
 def case_extbuf(args):
@@ -752,6 +782,9 @@ BAD_CONFIGS = [
         {'at_ms': 50, 'plane': 0, 'state': 'down'}, {'at_ms': 10, 'plane': 0, 'state': 'up'}]),
      'links[0].schedule[1].at_ms: is earlier than the event before it',
      'is earlier than the event before it'),
+    ('plane_lcore_alone', lambda c: c['endpoints'][0]['planes'][1].update(lcore=2),
+     "endpoints[0].planes[1].lcore: needs the endpoint's own lcore set too (endpoints[0].lcore)",
+     "needs the endpoint's own lcore set too"),
     ('no_endpoints', lambda c: c.update(endpoints=[], links=[], traffic=[]),
      'endpoints: missing (at least one endpoint to host)',
      'missing (at least one endpoint to host)'),
@@ -765,6 +798,10 @@ BAD_SETUPS = [
     ('lcore_main', lambda c: c['endpoints'][1].update(lcore=0), '0-1',
      'endpoints[1].lcore: lcore 0 is the main lcore, which runs the control thread',
      'lcore <n> is the main lcore, which runs the control thread'),
+    ('plane_lcore_disabled', lambda c: (c['endpoints'][0].update(lcore=1),
+                                        c['endpoints'][0]['planes'][1].update(lcore=5)), '0-1',
+     'endpoints[0].planes[1].lcore: lcore 5 is not enabled (EAL -l/--lcores)',
+     'lcore <n> is not enabled (EAL -l/--lcores)'),
     ('one_lcore', lambda c: None, '0',
      'EAL -l: the main lcore 0 runs the control thread; softmrcd needs at least one more '
      '(e.g. -l 0-1)', 'softmrcd needs at least one more (e.g. -l 0-1)'),
