@@ -303,7 +303,7 @@ void check_mbufs(const Config& c) {
     const uint64_t per_plane =
         link >= 0 ? 2 * uint64_t{c.link_ring} + c.links[link].fabric.delay_line_packets : c.tx_desc;
     // A port lcore's tx ring and the burst it holds.
-    uint64_t relay = uint64_t{port_lcore_planes(c.endpoints[i])} * (kPortRingSlots + 32);
+    uint64_t relay = uint64_t{port_lcore_planes(c.endpoints[i])} * (kPortRingSlots + kPortBurst);
     if (link >= 0) {
       const uint32_t partner = c.links[link].a == i ? c.links[link].b : c.links[link].a;
       relay += uint64_t{port_lcore_planes(c.endpoints[partner])} * kPortRingSlots;

@@ -202,6 +202,9 @@ std::vector<engine::EvEntry> ev_entries(const EvProfileSpec& p, uint32_t num_pla
 // would only keep more mbufs out of the caches; the PMD's rings are the
 // buffer.
 inline constexpr uint32_t kPortRingSlots = 256;
+// Frames a port lcore moves per burst; it holds one TX burst besides its
+// rings.
+inline constexpr uint16_t kPortBurst = 32;
 
 // Whether plane `plane` of a hosted endpoint has a port lcore of its own:
 // its `lcore` is set and is not the endpoint's.

@@ -27,11 +27,11 @@ void PortTask::start() {
 }
 
 void PortTask::close() {
-  rte_mbuf* m[kBurst];
+  rte_mbuf* m[kPortBurst];
   for (rte_ring* r : {rx_, tx_}) {
     if (r == nullptr) continue;
     unsigned n;
-    while ((n = rte_ring_dequeue_burst(r, reinterpret_cast<void**>(m), kBurst, nullptr)) > 0)
+    while ((n = rte_ring_dequeue_burst(r, reinterpret_cast<void**>(m), kPortBurst, nullptr)) > 0)
       rte_pktmbuf_free_bulk(m, n);
     rte_ring_free(r);
   }
@@ -65,12 +65,12 @@ bool PortTask::poll_link() {
 }
 
 uint16_t PortTask::receive() {
-  if (rte_ring_free_count(rx_) < kBurst) {
+  if (rte_ring_free_count(rx_) < kPortBurst) {
     rx_stalls_.store(rx_stalls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return 0;
   }
-  rte_mbuf* pkts[kBurst];
-  const uint16_t n = port_->rx_burst(pkts, kBurst);
+  rte_mbuf* pkts[kPortBurst];
+  const uint16_t n = port_->rx_burst(pkts, kPortBurst);
   // Single producer with room for a burst: all n go in.
   if (n != 0) rte_ring_sp_enqueue_burst(rx_, reinterpret_cast<void**>(pkts), n, nullptr);
   return n;
@@ -78,7 +78,7 @@ uint16_t PortTask::receive() {
 
 uint16_t PortTask::transmit() {
   num_pending_ += static_cast<uint16_t>(rte_ring_sc_dequeue_burst(
-      tx_, reinterpret_cast<void**>(pending_ + num_pending_), kBurst - num_pending_, nullptr));
+      tx_, reinterpret_cast<void**>(pending_ + num_pending_), kPortBurst - num_pending_, nullptr));
   if (num_pending_ == 0) return 0;
   const uint16_t sent = port_->tx_burst(pending_, num_pending_);
   const uint16_t left = num_pending_ - sent;

@@ -51,7 +51,6 @@ class PortTask {
 
   int lcore() const { return lcore_; }
   void set_lcore(int lcore) { lcore_ = lcore; }
-  port::EthdevPort& port() { return *port_; }
 
   // The port lcore. True when the pass moved a frame.
   bool poll(uint64_t tsc);
@@ -73,8 +72,6 @@ class PortTask {
   bool peer_closing() const { return seen_link_ & kPeerClosing; }
 
  private:
-  static constexpr uint16_t kBurst = 32;
-
   // The link word: a change count above two state bits.
   static constexpr uint32_t kUp = 1;
   static constexpr uint32_t kPeerClosing = 2;
@@ -92,7 +89,7 @@ class PortTask {
 
   // Port lcore: its own cache lines, away from what the endpoint reads.
   alignas(RTE_CACHE_LINE_SIZE)
-      rte_mbuf* pending_[kBurst];  // taken from the tx ring, not yet by the port
+      rte_mbuf* pending_[kPortBurst];  // taken from the tx ring, not yet by the port
   uint16_t num_pending_ = 0;
   std::atomic<uint64_t> rx_stalls_{0};
   std::atomic<uint64_t> tx_link_down_{0};
