@@ -368,9 +368,6 @@ uint16_t EndpointTask::receive(uint32_t plane, uint64_t now) {
   rte_mbuf* pkts[kBurst];
   const uint16_t n = rx_burst(planes_[plane], pkts, kBurst);
   if (n == 0) return 0;
-  // The PMD (or a port lcore, on another core) wrote the mbufs: ask for all
-  // of their header lines at once rather than missing on them one by one.
-  for (uint16_t i = 0; i < n; ++i) rte_prefetch0(pkts[i]);
   for (uint16_t i = 0; i < n; ++i) {
     if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
     handle_rx(pkts[i], plane, now);
