@@ -312,6 +312,7 @@ void EndpointTask::on_phase(Phase phase, uint64_t now) {
     for (uint32_t qpn : qpns_) (void)ep_.modify_qp(qpn, a, engine::kAttrState, now);
     if (app_) app_flushed_qps_ = app_->flush(ep_, now);
     drain_engine(now);
+    txgen_.finish_checks();
     publish(now);
     flushed_.store(true, std::memory_order_release);
   }

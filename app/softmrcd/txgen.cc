@@ -104,9 +104,12 @@ void Txgen::on_probe_reply(const engine::Event& e, engine::TimeNs now) {
 
 void Txgen::post(engine::Endpoint& ep, engine::TimeNs now) {
   if (unanswered_ != 0) probe(ep, now);
-  if (lingering_ != 0)
-    for (Receiver& r : receivers_)
-      if (r.ended && !r.done) linger(r, ep, now);
+  for (Receiver& r : receivers_) {
+    if (r.ended && !r.done) linger(r, ep, now);
+    if (r.checked == r.expected) continue;
+    const uint64_t unchecked = (r.expected - r.checked) * r.r.flow.size_bytes - r.check_offset;
+    check(r, r.expected, std::max(kCheckSliceBytes, unchecked / 8 / 8 * 8));
+  }
   for (Sender& s : senders_) {
     if (s.waiting) continue;
     const FlowSpec& f = s.s.flow;
@@ -200,7 +203,6 @@ void Txgen::linger(Receiver& r, const engine::Endpoint& ep, engine::TimeNs now) 
     r.quiet_since = now;
   } else if (now - r.quiet_since >= r.r.linger_ns) {
     r.done = true;
-    --lingering_;
   }
 }
 
@@ -246,17 +248,43 @@ void Txgen::on_send_completion(Sender& s, const engine::Completion& c) {
   }
 }
 
-bool Txgen::check(const Receiver& r, uint64_t m) {
+void Txgen::check(Receiver& r, uint64_t until, uint64_t budget) {
   const FlowSpec& f = r.r.flow;
-  const uint8_t* p = r.r.buf + (m % r.slots) * f.size_bytes;
-  if (pattern::verify(p, f.size_bytes, r.r.stream, m)) {
-    ++counters_.verified;
-    counters_.verified_bytes += f.size_bytes;
-    return true;
+  while (r.checked < until && budget != 0) {
+    const uint64_t m = r.checked;
+    const uint64_t len = std::min(budget, f.size_bytes - r.check_offset);
+    const uint8_t* p = r.r.buf + (m % r.slots) * f.size_bytes + r.check_offset;
+    if (!r.check_failed) r.check_failed = !pattern::verify(p, len, r.r.stream, m, r.check_offset);
+    r.check_offset += len;
+    budget -= len;
+    if (r.check_offset < f.size_bytes) break;  // the budget ended inside the message
+    if (r.check_failed) {
+      ++counters_.mismatches;
+      std::fprintf(stderr, "softmrcd: txgen: QP %u: message %" PRIu64 " has wrong bytes\n", r.r.qpn,
+                   m);
+    } else {
+      ++counters_.verified;
+      counters_.verified_bytes += f.size_bytes;
+    }
+    ++r.checked;
+    r.check_offset = 0;
+    r.check_failed = false;
   }
-  ++counters_.mismatches;
-  std::fprintf(stderr, "softmrcd: txgen: QP %u: message %" PRIu64 " has wrong bytes\n", r.r.qpn, m);
-  return false;
+}
+
+void Txgen::check_before_ack(Receiver& r) {
+  const uint64_t lag = r.r.flow.window;
+  if (r.expected > lag) check(r, r.expected - lag, UINT64_MAX);
+}
+
+void Txgen::skip(Receiver& r, uint64_t count) {
+  check(r, r.expected, UINT64_MAX);
+  r.expected += count;
+  r.checked = r.expected;
+}
+
+void Txgen::finish_checks() {
+  for (Receiver& r : receivers_) check(r, r.expected, UINT64_MAX);
 }
 
 void Txgen::on_recv_completion(Receiver& r, const engine::Completion& c, engine::Endpoint& ep) {
@@ -273,14 +301,16 @@ void Txgen::on_recv_completion(Receiver& r, const engine::Completion& c, engine:
     // follows the last batch marker; a WIMM message has at least a byte).
     end(r);
   } else if (f.op == TrafficOp::kWimm) {
-    const uint64_t m = r.expected++;
+    const uint64_t m = r.expected;
     if (c.imm != static_cast<uint32_t>(m) || c.byte_len != f.size_bytes) {
       ++counters_.mismatches;
       std::fprintf(stderr,
                    "softmrcd: txgen: QP %u: message %" PRIu64 " arrived as imm %u, %u bytes\n",
                    c.qpn, m, c.imm, c.byte_len);
+      skip(r, 1);
     } else {
-      check(r, m);
+      ++r.expected;
+      check_before_ack(r);
     }
   } else {
     // The marker names the end of its batch (mod 2^32).
@@ -289,10 +319,11 @@ void Txgen::on_recv_completion(Receiver& r, const engine::Completion& c, engine:
       ++counters_.mismatches;
       std::fprintf(stderr, "softmrcd: txgen: QP %u: batch marker %u after message %" PRIu64 "\n",
                    c.qpn, c.imm, r.expected);
+      skip(r, count);
     } else {
-      for (uint64_t k = 0; k < count; ++k) check(r, r.expected + k);
+      r.expected += count;
+      check_before_ack(r);
     }
-    r.expected += count;
   }
   if (engine::Status st = ep.post_recv(c.qpn, engine::RecvRequest{}); !st.ok()) {
     ++counters_.errors;
@@ -303,10 +334,8 @@ void Txgen::on_recv_completion(Receiver& r, const engine::Completion& c, engine:
 void Txgen::end(Receiver& r) {
   if (r.ended) return;
   r.ended = true;
-  if (r.r.remote)
-    ++lingering_;
-  else
-    r.done = true;
+  check(r, r.expected, UINT64_MAX);
+  r.done = !r.r.remote;
 }
 
 bool Txgen::finished() const {

@@ -12,10 +12,14 @@
 //          Its receive completes only once every earlier Write is placed,
 //          so the responder then checks the batch.
 //
-// A slot is reused only after the message in it completed at the
-// requester, which needs an ACK that the responder sends only after it has
-// polled (and checked) the completions it produced; so nothing is
-// overwritten before it is checked.
+// The responder checks a message a slice per lcore pass (more while it
+// lags), so that checking a window of long messages does not hold up the
+// lcore's ACKs for milliseconds. Each side has a window of slots more than
+// the flow keeps in flight (2 x window for wimm, 3 x window for write),
+// and the responder lets checking lag at most a window behind what
+// arrived: a slot is reused only after the requester's window moved past
+// a completion the responder produced, and before that completion's ACK
+// leaves, every message that the moved window may overwrite is checked.
 //
 // The end of a flow: once a requester has used up its message count or
 // duration and every message completed, it sends a 0-byte WIMM whose
@@ -74,10 +78,14 @@ class Txgen {
     engine::TimeNs linger_ns = 0;
   };
 
-  // Message slots in each side's buffer.
+  // Message slots in each side's buffer: what may be in flight, plus a
+  // window that checking may lag behind.
   static uint32_t slots(const FlowSpec& f) {
-    return f.op == TrafficOp::kWimm ? f.window : 2 * f.window;
+    return f.op == TrafficOp::kWimm ? 2 * f.window : 3 * f.window;
   }
+  // The least a responder checks per pass while it lags; more when it lags
+  // further (a fraction of what is unchecked).
+  static constexpr uint64_t kCheckSliceBytes = 64 * 1024;
 
   void init(uint32_t max_qps);
   void add_sender(const SenderSetup& s);
@@ -90,7 +98,11 @@ class Txgen {
   // Stop posting; what is outstanding still completes.
   void stop();
 
+  // Once per lcore pass: post what the senders' windows allow and check a
+  // slice of what the receivers have not checked yet.
   void post(engine::Endpoint& ep, engine::TimeNs now);
+  // Check everything that arrived (the daemon is stopping).
+  void finish_checks();
   void on_completion(const engine::Completion& c, engine::Endpoint& ep);
   // An engine::EventType::kProbeReply event.
   void on_probe_reply(const engine::Event& e, engine::TimeNs now);
@@ -126,10 +138,13 @@ class Txgen {
   struct Receiver {
     ReceiverSetup r;
     uint32_t slots = 0;
-    uint64_t expected = 0;  // next message to check
-    bool ended = false;     // the end marker arrived
-    bool done = false;      // ... and the QP has been quiet since (remote only)
-    uint64_t rx_seen = 0;   // the QP's data packets when last looked at
+    uint64_t expected = 0;      // next message to arrive (write: a marker to name)
+    uint64_t checked = 0;       // messages before this are checked
+    uint64_t check_offset = 0;  // bytes of message `checked` checked so far
+    bool check_failed = false;  // ... and they differ
+    bool ended = false;         // the end marker arrived
+    bool done = false;          // ... and the QP has been quiet since (remote only)
+    uint64_t rx_seen = 0;       // the QP's data packets when last looked at
     engine::TimeNs quiet_since = 0;
   };
   // A peer that requesters wait for.
@@ -150,7 +165,13 @@ class Txgen {
   void end(Receiver& r);
   void on_send_completion(Sender& s, const engine::Completion& c);
   void on_recv_completion(Receiver& r, const engine::Completion& c, engine::Endpoint& ep);
-  bool check(const Receiver& r, uint64_t m);
+  // Checks messages before `until`, at most `budget` bytes of them.
+  void check(Receiver& r, uint64_t until, uint64_t budget);
+  // Checks what the requester's window may overwrite once the completion
+  // that brought `expected` here is acknowledged.
+  void check_before_ack(Receiver& r);
+  // A message that arrived wrong: what came before it is checked, it is not.
+  void skip(Receiver& r, uint64_t count);
 
   std::vector<Sender> senders_;
   std::vector<Receiver> receivers_;
@@ -158,7 +179,6 @@ class Txgen {
   std::vector<int32_t> by_qpn_;  // >= 0: sender index; < 0: ~receiver index
   TxgenCounters counters_;
   uint32_t unanswered_ = 0;  // peers that have not answered a probe yet
-  uint32_t lingering_ = 0;   // remote receivers ended but not done
 };
 
 }  // namespace softmrc::softmrcd

@@ -18,7 +18,8 @@ inline uint64_t word(uint64_t stream, uint64_t seq, uint64_t word) {
 }
 
 void fill(uint8_t* p, uint64_t len, uint64_t stream, uint64_t seq);
-// True when [p, p + len) holds exactly what fill() wrote.
-bool verify(const uint8_t* p, uint64_t len, uint64_t stream, uint64_t seq);
+// True when [p, p + len) holds exactly what fill() wrote at `offset` of the
+// message (a multiple of 8): a long message can be checked a part at a time.
+bool verify(const uint8_t* p, uint64_t len, uint64_t stream, uint64_t seq, uint64_t offset = 0);
 
 }  // namespace softmrc::pattern

@@ -190,16 +190,23 @@ void Harness::transmit(int from, const TxPacket& p) {
   }
 }
 
-void Harness::collect() {
+// True when an application did something.
+bool Harness::collect() {
+  bool did = false;
   for (int i = 0; i < 2; ++i) {
-    Completion c[64];
-    for (size_t n; (n = side_[i].ep.poll_completions(c, 64)) > 0;) {
-      cq_[i].insert(cq_[i].end(), c, c + n);
-      cq_at_[i].insert(cq_at_[i].end(), n, now_);
+    if (app_) {
+      did |= app_(i);
+    } else {
+      Completion c[64];
+      for (size_t n; (n = side_[i].ep.poll_completions(c, 64)) > 0;) {
+        cq_[i].insert(cq_[i].end(), c, c + n);
+        cq_at_[i].insert(cq_at_[i].end(), n, now_);
+      }
     }
     Event e[64];
     for (size_t n; (n = side_[i].ep.poll_events(e, 64)) > 0;) ev_[i].insert(ev_[i].end(), e, e + n);
   }
+  return did;
 }
 
 // Does everything due at now_; false if there was nothing.
@@ -237,8 +244,7 @@ bool Harness::step() {
     ++delivered_;
     did = true;
   }
-  collect();
-  return did;
+  return collect() || did;
 }
 
 bool Harness::run(const std::function<bool()>& pred, TimeNs limit) {

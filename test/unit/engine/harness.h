@@ -84,6 +84,12 @@ class Harness {
   // it plane_detect_ns later. `up` restores it the same way.
   void schedule_plane(uint8_t plane, bool up, TimeNs at);
 
+  // An application's turn in every pass, between delivering packets and
+  // polling what to send (softmrcd's lcore order): it polls side's
+  // completions itself, so completions() does not see them. True when it
+  // did something (posted, or has work left for the next pass).
+  void set_app(std::function<bool(int side)> app) { app_ = std::move(app); }
+
   // Runs until pred() holds (true) or virtual time passes `limit` (false).
   bool run(const std::function<bool()>& pred, TimeNs limit);
   // Runs until nothing is in flight and no timer is due before `limit`.
@@ -125,7 +131,7 @@ class Harness {
   void connect_qp(const HarnessConfig& cfg, int side, uint32_t k);
   void transmit(int from, const TxPacket& p);
   bool step();
-  void collect();
+  bool collect();
 
   HarnessConfig cfg_;
   std::mt19937_64 rng_;
@@ -137,6 +143,7 @@ class Harness {
   std::vector<TimeNs> link_free_[2];  // when each pipe has sent its last packet
   std::vector<PlaneChange> plane_changes_;
   std::function<Verdict(int, const TxPacket&)> filter_;
+  std::function<bool(int)> app_;
   std::vector<Flight> queue_;  // a heap ordered by Later
   uint64_t seq_ = 0;
   TimeNs now_ = 0;
