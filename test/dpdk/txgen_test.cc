@@ -112,63 +112,60 @@ void expect_all_checked(const Result& x, const Flow& r) {
   EXPECT_EQ(x.b.verified_bytes, r.messages * r.size);
 }
 
-TEST(Txgen, WimmChecksEveryMessage) {
-  Flow r;
-  expect_all_checked(run(r), r);
-}
+// Each test runs a wimm flow and a write flow.
+class TxgenOp : public testing::TestWithParam<TrafficOp> {
+ protected:
+  Flow flow() const {
+    Flow r;
+    r.op = GetParam();
+    return r;
+  }
+};
 
-TEST(Txgen, WriteChecksEveryBatch) {
-  Flow r;
-  r.op = TrafficOp::kWrite;
+TEST_P(TxgenOp, ChecksEveryMessage) {
+  const Flow r = flow();
   expect_all_checked(run(r), r);
 }
 
 // b checks in one pass of 200 only: its checking falls a window behind
 // what arrives, and the messages the requester's next window may overwrite
 // are then checked before the ACK that lets it go on.
-TEST(Txgen, LaggingResponderChecksBeforeSlotsAreReused) {
-  for (TrafficOp op : {TrafficOp::kWimm, TrafficOp::kWrite}) {
-    Flow r;
-    r.op = op;
-    r.check_every = 200;
-    SCOPED_TRACE(op == TrafficOp::kWimm ? "wimm" : "write");
-    expect_all_checked(run(r), r);
-  }
+TEST_P(TxgenOp, LaggingResponderChecksBeforeSlotsAreReused) {
+  Flow r = flow();
+  r.check_every = 200;
+  expect_all_checked(run(r), r);
 }
 
-TEST(Txgen, WrongByteIsOneMismatch) {
-  for (TrafficOp op : {TrafficOp::kWimm, TrafficOp::kWrite}) {
-    Flow r;
-    r.op = op;
-    r.corrupt = 13;
-    SCOPED_TRACE(op == TrafficOp::kWimm ? "wimm" : "write");
-    const Result x = run(r);
-    ASSERT_TRUE(x.finished);
-    EXPECT_EQ(x.b.mismatches, 1u);
-    EXPECT_EQ(x.b.verified, r.messages - 1);
-  }
+TEST_P(TxgenOp, WrongByteIsOneMismatch) {
+  Flow r = flow();
+  r.corrupt = 13;
+  const Result x = run(r);
+  ASSERT_TRUE(x.finished);
+  EXPECT_EQ(x.b.mismatches, 1u);
+  EXPECT_EQ(x.b.verified, r.messages - 1);
 }
 
 // The daemon's shutdown: a stopped flow's last messages, which checking
 // lagged behind, are checked by finish_checks().
-TEST(Txgen, FinishChecksWhatIsLeft) {
-  for (TrafficOp op : {TrafficOp::kWimm, TrafficOp::kWrite}) {
-    Flow r;
-    r.op = op;
-    r.messages = 0;
-    r.check_every = 1000;
-    SCOPED_TRACE(op == TrafficOp::kWimm ? "wimm" : "write");
-    Pair p(r);
-    ASSERT_TRUE(p.run([&] { return p.a().counters().completed >= 20; }));
-    p.a().stop();
-    ASSERT_TRUE(p.run([&] { return p.a().in_flight() == 0; }));
-    const uint64_t completed = p.a().counters().completed;
-    EXPECT_LT(p.b().counters().verified, completed);
-    p.b().finish_checks();
-    EXPECT_EQ(p.b().counters().verified, completed);
-    EXPECT_EQ(p.b().counters().mismatches, 0u);
-  }
+TEST_P(TxgenOp, FinishChecksWhatIsLeft) {
+  Flow r = flow();
+  r.messages = 0;
+  r.check_every = 1000;
+  Pair p(r);
+  ASSERT_TRUE(p.run([&] { return p.a().counters().completed >= 20; }));
+  p.a().stop();
+  ASSERT_TRUE(p.run([&] { return p.a().in_flight() == 0; }));
+  const uint64_t completed = p.a().counters().completed;
+  EXPECT_LT(p.b().counters().verified, completed);
+  p.b().finish_checks();
+  EXPECT_EQ(p.b().counters().verified, completed);
+  EXPECT_EQ(p.b().counters().mismatches, 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Ops, TxgenOp, testing::Values(TrafficOp::kWimm, TrafficOp::kWrite),
+                         [](const testing::TestParamInfo<TrafficOp>& i) {
+                           return i.param == TrafficOp::kWimm ? "wimm" : "write";
+                         });
 
 }  // namespace
 }  // namespace softmrc::softmrcd
