@@ -5,12 +5,12 @@
 // offset), so neither side needs to tell the other anything.
 //
 //   wimm   message m is a Write-with-Immediate (imm = m) into responder slot
-//          m % window; the responder checks it when its receive completes.
-//   write  message m is a Write into slot m % (2 * window); after every
-//          window of Writes (and when the flow stops) the requester sends a
-//          0-byte WIMM marker whose immediate is the next message index.
-//          Its receive completes only once every earlier Write is placed,
-//          so the responder then checks the batch.
+//          m % slots; its receive completion makes it due for checking.
+//   write  message m is a Write into slot m % slots; after every window of
+//          Writes (and when the flow stops) the requester sends a 0-byte
+//          WIMM marker whose immediate is the next message index. Its
+//          receive completes only once every earlier Write is placed, so
+//          the batch is then due for checking.
 //
 // The responder checks a message a slice per lcore pass (more while it
 // lags), so that checking a window of long messages does not hold up the
