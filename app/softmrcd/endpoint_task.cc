@@ -272,9 +272,12 @@ bool EndpointTask::poll(uint64_t tsc) {
   uint32_t work = rte_ring_count(commands_);
   if (work != 0) run_commands(now);
   poll_links(tsc, now);
+  // Applications' descriptors before the packets: a receive an application
+  // posted before telling its peer to send (write_lat's) must be in place
+  // when the peer's Write-with-Immediate is taken in.
+  if (app_) work += app_->poll(ep_);
   for (uint32_t p = 0; p < planes_.size(); ++p) work += receive(p, now);
   drain_engine(now);
-  if (app_) work += app_->poll(ep_);
   txgen_.post(ep_, now);
   work += transmit(now);
   if (now >= next_snapshot_ns_) publish(now);
