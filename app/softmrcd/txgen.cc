@@ -108,7 +108,8 @@ void Txgen::post(engine::Endpoint& ep, engine::TimeNs now) {
     if (r.ended && !r.done) linger(r, ep, now);
     if (r.checked == r.expected) continue;
     const uint64_t unchecked = (r.expected - r.checked) * r.r.flow.size_bytes - r.check_offset;
-    check(r, r.expected, std::max(kCheckSliceBytes, unchecked / 8 / 8 * 8));
+    const uint64_t eighth_in_words = unchecked / 8 & ~uint64_t{7};
+    check(r, r.expected, std::max(kCheckSliceBytes, eighth_in_words));
   }
   for (Sender& s : senders_) {
     if (s.waiting) continue;

@@ -165,7 +165,9 @@ class Txgen {
   void end(Receiver& r);
   void on_send_completion(Sender& s, const engine::Completion& c);
   void on_recv_completion(Receiver& r, const engine::Completion& c, engine::Endpoint& ep);
-  // Checks messages before `until`, at most `budget` bytes of them.
+  // Checks messages before `until`, at most `budget` bytes of them. A
+  // budget that ends inside a message is whole 8-byte words, so the next
+  // part starts on a word of the pattern.
   void check(Receiver& r, uint64_t until, uint64_t budget);
   // Checks what the requester's window may overwrite once the completion
   // that brought `expected` here is acknowledged.
