@@ -112,47 +112,52 @@ void AppStage::remove_qp(uint32_t qpn) {
 uint32_t AppStage::poll(engine::Endpoint& ep) {
   const size_t n = live_qps_.size();
   if (n == 0) return 0;
-  uint32_t budget = kPassBudget;
   uint32_t taken = 0;
-  // Round-robin without a division per pass (a 64-bit one costs more than
-  // an idle ring's check).
+  // Every QP's receives, all of them, every pass: a receive posted before
+  // the peer was told to send is then in place for every frame this pass
+  // took in (EndpointTask::poll), however many sends wait before it. A
+  // receive costs the engine a queue slot, nothing more.
+  for (uint32_t qpn : live_qps_) taken += take_receives(ep, qpn, *qps_[qpn - 1]);
+  // Sends round-robin under a budget, without a division per pass (a
+  // 64-bit one costs more than an idle ring's check).
+  uint32_t budget = kPassBudget;
   if (++next_qp_ >= n) next_qp_ = 0;
   size_t at = next_qp_;
   for (size_t i = 0; i < n && budget > 0; ++i) {
     const uint32_t qpn = live_qps_[at];
     if (++at == n) at = 0;
     const uint32_t take = std::min(budget, kQpBudget);
-    taken += drain_qp(ep, qpn, *qps_[qpn - 1], take);
+    taken += take_sends(ep, qpn, *qps_[qpn - 1], take);
     budget -= take;
   }
   notify();
   return taken;
 }
 
-uint32_t AppStage::drain_qp(engine::Endpoint& ep, uint32_t qpn, AppQp& q, uint32_t budget) {
+uint32_t AppStage::take_receives(engine::Endpoint& ep, uint32_t qpn, AppQp& q) {
+  WorkRequest wr[kQpBudget];
+  uint32_t taken = 0, n;
+  // Bounded: what the ring held when it was read, at most its capacity.
+  do {
+    n = q.recv_ring.dequeue_burst(wr, kQpBudget);
+    for (uint32_t i = 0; i < n; ++i) post_recv(ep, qpn, q, wr[i]);
+    taken += n;
+  } while (n == kQpBudget && taken < q.recv_ring.capacity());
+  fail_if_corrupt(ep, qpn, q);
+  return taken;
+}
+
+uint32_t AppStage::take_sends(engine::Endpoint& ep, uint32_t qpn, AppQp& q, uint32_t budget) {
   while (q.stash_n > 0) {
-    if (!post_one(ep, qpn, q, q.stash[q.stash_at])) return 0;
+    if (!post_send(ep, qpn, q, q.stash[q.stash_at])) return 0;
     ++q.stash_at;
     --q.stash_n;
   }
   WorkRequest wr[kQpBudget];
-  const uint32_t n = q.ring.dequeue_burst(wr, std::min(budget, kQpBudget));
-  if (q.ring.corrupt() && !q.ring_reported) {
-    // A producer index that cannot be right: the ring moves nothing more,
-    // and the QP fails as a QP whose retries ran out would.
-    q.ring_reported = true;
-    ++bad_descriptors_;
-    engine::QpAttr a;
-    a.state = engine::QpState::kError;
-    (void)ep.modify_qp(qpn, a, engine::kAttrState, 0);
-    AppEvent e{q.owner, {}};
-    e.msg.kind = uint32_t(shm::EventKind::kQpFatal);
-    e.msg.qpn = qpn;
-    e.msg.status = uint32_t(WcStatus::kBadRespErr);
-    raise(e);
-  }
+  const uint32_t n = q.send_ring.dequeue_burst(wr, std::min(budget, kQpBudget));
+  fail_if_corrupt(ep, qpn, q);
   for (uint32_t i = 0; i < n; ++i) {
-    if (post_one(ep, qpn, q, wr[i])) continue;
+    if (post_send(ep, qpn, q, wr[i])) continue;
     q.stash_at = 0;
     q.stash_n = n - i;
     std::memcpy(q.stash, wr + i, q.stash_n * sizeof(WorkRequest));
@@ -161,25 +166,47 @@ uint32_t AppStage::drain_qp(engine::Endpoint& ep, uint32_t qpn, AppQp& q, uint32
   return n;
 }
 
-bool AppStage::post_one(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const WorkRequest& w) {
+// A producer index that cannot be right: the ring moves nothing more, and
+// the QP fails as a QP whose retries ran out would.
+void AppStage::fail_if_corrupt(engine::Endpoint& ep, uint32_t qpn, AppQp& q) {
+  if (q.ring_reported || !(q.send_ring.corrupt() || q.recv_ring.corrupt())) return;
+  q.ring_reported = true;
+  ++bad_descriptors_;
+  engine::QpAttr a;
+  a.state = engine::QpState::kError;
+  (void)ep.modify_qp(qpn, a, engine::kAttrState, 0);
+  AppEvent e{q.owner, {}};
+  e.msg.kind = uint32_t(shm::EventKind::kQpFatal);
+  e.msg.qpn = qpn;
+  e.msg.status = uint32_t(WcStatus::kBadRespErr);
+  raise(e);
+}
+
+void AppStage::post_recv(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const WorkRequest& w) {
+  if (const WcStatus st = shm::check_recv_request(w); st != WcStatus::kSuccess) {
+    ++bad_descriptors_;
+    error_cqe(q, qpn, w, st, 0, true);
+    return;
+  }
+  if (ep.post_recv(qpn, engine::RecvRequest{w.wr_id}).ok()) return;
+  const engine::Qp* eq = ep.qp(qpn);
+  const bool error = eq == nullptr || eq->state() == engine::QpState::kError;
+  error_cqe(q, qpn, w, error ? WcStatus::kWrFlushErr : WcStatus::kLocQpOpErr, 0, true);
+}
+
+bool AppStage::post_send(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const WorkRequest& w) {
   const engine::Qp* eq = ep.qp(qpn);
   const engine::QpState state = eq ? eq->state() : engine::QpState::kError;
-  if (w.opcode == uint8_t(WrOpcode::kRecv)) {
-    if (!ep.post_recv(qpn, engine::RecvRequest{w.wr_id}).ok())
-      error_cqe(q, qpn, w,
-                state == engine::QpState::kError ? WcStatus::kWrFlushErr : WcStatus::kLocQpOpErr,
-                0);
-    return true;
-  }
   const WcStatus st = shm::check_work_request(w, q.owner, regions_, shm::kMaxMsgBytes);
   if (st != WcStatus::kSuccess) {
     ++bad_descriptors_;
-    error_cqe(q, qpn, w, st, 0);
+    error_cqe(q, qpn, w, st, 0, false);
     return true;
   }
   if (state != engine::QpState::kRts) {
     error_cqe(q, qpn, w,
-              state == engine::QpState::kError ? WcStatus::kWrFlushErr : WcStatus::kLocQpOpErr, 0);
+              state == engine::QpState::kError ? WcStatus::kWrFlushErr : WcStatus::kLocQpOpErr, 0,
+              false);
     return true;
   }
   if (eq->send_queue_depth() >= q.max_send_wr) return false;
@@ -193,18 +220,17 @@ bool AppStage::post_one(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const Work
   r.with_imm = w.opcode == uint8_t(WrOpcode::kWriteImm);
   r.imm = ntohl(w.imm);
   r.signaled = q.sig_all || (w.flags & shm::kWrSignaled);
-  if (!ep.post_write(qpn, r).ok()) error_cqe(q, qpn, w, WcStatus::kGeneralErr, 1);
+  if (!ep.post_write(qpn, r).ok()) error_cqe(q, qpn, w, WcStatus::kGeneralErr, 1, false);
   return true;
 }
 
 void AppStage::error_cqe(AppQp& q, uint32_t qpn, const WorkRequest& w, WcStatus st,
-                         uint32_t vendor_err) {
+                         uint32_t vendor_err, bool recv) {
   Cqe e{};
   e.wr_id = w.wr_id;
   e.qpn = qpn;
   e.status = uint8_t(st);
   e.vendor_err = vendor_err;
-  const bool recv = w.opcode == uint8_t(WrOpcode::kRecv);
   e.opcode = uint8_t(recv                                       ? CqeOpcode::kRecvWriteImm
                      : w.opcode == uint8_t(WrOpcode::kWriteImm) ? CqeOpcode::kWriteImm
                                                                 : CqeOpcode::kWrite);
@@ -280,9 +306,10 @@ bool AppStage::on_event(const engine::Event& e) {
 void AppStage::take_posted(engine::Endpoint& ep, uint32_t qpn) {
   AppQp* q = qp(qpn);
   if (q == nullptr) return;
+  take_receives(ep, qpn, *q);
   // Bounded: the ring holds at most its capacity.
-  for (uint32_t i = 0; i <= q->ring.capacity() / kQpBudget && !q->ring.corrupt(); ++i)
-    drain_qp(ep, qpn, *q, kQpBudget);
+  for (uint32_t i = 0; i <= q->send_ring.capacity() / kQpBudget && !q->ring_reported; ++i)
+    take_sends(ep, qpn, *q, kQpBudget);
 }
 
 uint64_t AppStage::outstanding(const engine::Endpoint& ep) const {
@@ -772,9 +799,14 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
         return refuse(rep, EINVAL, "max_send_wr or max_recv_wr over the endpoint's limits");
       Client::Qp q;
       const char* why = "ok";
-      if (const int st = shm::map_shared(fd, shm::qp_bytes(r.ring_capacity), &q.mem, &why); st != 0)
+      if (const int st = shm::map_shared(
+              fd, shm::qp_bytes(r.send_ring_capacity, r.recv_ring_capacity), &q.mem, &why);
+          st != 0)
         return refuse(rep, st, why);
+      void* recv_ring =
+          static_cast<char*>(q.mem.addr) + shm::qp_recv_ring_offset(r.send_ring_capacity);
       shm::format_ring(q.mem.addr);
+      shm::format_ring(recv_ring);
       q.qp = std::make_unique<AppQp>();
       q.qp->owner = c.owner;
       q.qp->pid = c.pid;
@@ -782,7 +814,8 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
       q.qp->sig_all = r.sq_sig_all != 0;
       q.qp->send_cq = scq->second.cq.get();
       q.qp->recv_cq = rcq->second.cq.get();
-      q.qp->ring.attach(q.mem.addr, r.ring_capacity);
+      q.qp->send_ring.attach(q.mem.addr, r.send_ring_capacity);
+      q.qp->recv_ring.attach(recv_ring, r.recv_ring_capacity);
       q.send_cq = r.send_cq;
       q.recv_cq = r.recv_cq;
       uint32_t qpn = 0;

@@ -83,10 +83,11 @@ struct AppQp {
   bool sig_all = false;
   AppCq* send_cq = nullptr;
   AppCq* recv_cq = nullptr;
-  shm::RingConsumer<shm::WorkRequest> ring;
-  bool ring_reported = false;
-  // Descriptors taken from the ring that the engine's send queue had no
-  // room for yet: posted first next pass.
+  shm::RingConsumer<shm::WorkRequest> send_ring;
+  shm::RingConsumer<shm::WorkRequest> recv_ring;
+  bool ring_reported = false;  // a corrupt ring failed the QP
+  // Descriptors taken from the send ring that the engine's send queue had
+  // no room for yet: posted first next pass.
   static constexpr uint32_t kStash = 32;
   shm::WorkRequest stash[kStash];
   uint32_t stash_at = 0;
@@ -132,13 +133,17 @@ class AppStage {
   uint64_t bad_descriptors() const { return bad_descriptors_; }
 
  private:
-  // How many descriptors it took from the ring.
-  uint32_t drain_qp(engine::Endpoint& ep, uint32_t qpn, AppQp& q, uint32_t budget);
+  // How many descriptors they took from the QP's rings.
+  uint32_t take_receives(engine::Endpoint& ep, uint32_t qpn, AppQp& q);
+  uint32_t take_sends(engine::Endpoint& ep, uint32_t qpn, AppQp& q, uint32_t budget);
+  void fail_if_corrupt(engine::Endpoint& ep, uint32_t qpn, AppQp& q);
+  void post_recv(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const shm::WorkRequest& w);
   // false: the engine's send queue is full, keep it for later.
-  bool post_one(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const shm::WorkRequest& w);
+  bool post_send(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const shm::WorkRequest& w);
   void complete(AppCq* cq, const shm::Cqe& e);
+  // An error completion on the receive CQ (recv) or the send CQ.
   void error_cqe(AppQp& q, uint32_t qpn, const shm::WorkRequest& w, shm::WcStatus st,
-                 uint32_t vendor_err);
+                 uint32_t vendor_err, bool recv);
   void raise(const AppEvent& e) { (void)events_in_.enqueue_burst(&e, 1); }
 
   std::vector<AppQp*> qps_;  // by QPN - 1

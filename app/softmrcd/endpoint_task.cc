@@ -272,11 +272,14 @@ bool EndpointTask::poll(uint64_t tsc) {
   uint32_t work = rte_ring_count(commands_);
   if (work != 0) run_commands(now);
   poll_links(tsc, now);
-  // Applications' descriptors before the packets: a receive an application
-  // posted before telling its peer to send (write_lat's) must be in place
-  // when the peer's Write-with-Immediate is taken in.
+  work += receive_bursts();
+  // Applications' descriptors after the RX bursts, before their frames are
+  // handled: a receive an application posted before telling its peer to
+  // send (write_lat's) is then in place for every frame the peer sent in
+  // answer, however long the lcore was descheduled in between (MRC has no
+  // RNR: a Write-with-Immediate with no receive fails the QP).
   if (app_) work += app_->poll(ep_);
-  for (uint32_t p = 0; p < planes_.size(); ++p) work += receive(p, now);
+  for (uint32_t p = 0; p < planes_.size(); ++p) handle_received(p, now);
   drain_engine(now);
   txgen_.post(ep_, now);
   work += transmit(now);
@@ -368,16 +371,22 @@ void EndpointTask::apply_plane_state(uint32_t plane, const char* why, uint64_t n
   std::fflush(stdout);
 }
 
-uint16_t EndpointTask::receive(uint32_t plane, uint64_t now) {
-  rte_mbuf* pkts[kBurst];
-  const uint16_t n = rx_burst(planes_[plane], pkts, kBurst);
-  if (n == 0) return 0;
-  for (uint16_t i = 0; i < n; ++i) {
-    if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
-    handle_rx(pkts[i], plane, now);
-  }
-  rte_pktmbuf_free_bulk(pkts, n);
+uint32_t EndpointTask::receive_bursts() {
+  uint32_t n = 0;
+  for (Plane& p : planes_) n += p.num_received = rx_burst(p, p.received, kBurst);
   return n;
+}
+
+void EndpointTask::handle_received(uint32_t plane, uint64_t now) {
+  Plane& p = planes_[plane];
+  const uint16_t n = p.num_received;
+  if (n == 0) return;
+  for (uint16_t i = 0; i < n; ++i) {
+    if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(p.received[i + 1], void*));
+    handle_rx(p.received[i], plane, now);
+  }
+  rte_pktmbuf_free_bulk(p.received, n);
+  p.num_received = 0;
 }
 
 void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {

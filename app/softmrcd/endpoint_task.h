@@ -142,6 +142,8 @@ class EndpointTask {
     PlaneCounters counters;
     rte_mbuf* pending[kPendingMax];  // framed, not yet taken by the port
     uint16_t num_pending = 0;
+    rte_mbuf* received[kBurst];  // this pass's RX burst, not yet handled
+    uint16_t num_received = 0;
   };
 
   void on_phase(Phase phase, uint64_t now);
@@ -155,7 +157,9 @@ class EndpointTask {
     return p.relay ? p.relay->tx_burst(pkts, n) : p.port->tx_burst(pkts, n);
   }
   void poll_links(uint64_t tsc, uint64_t now);
-  uint16_t receive(uint32_t plane, uint64_t now);
+  uint32_t receive_bursts();
+  // This pass's frames of the plane, taken by receive_bursts().
+  void handle_received(uint32_t plane, uint64_t now);
   void handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now);
   void drain_engine(uint64_t now);
   void to_control(const engine::Event& e);

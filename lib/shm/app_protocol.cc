@@ -78,9 +78,9 @@ int validate_message(const Msg& m, size_t bytes, bool has_fd, const char** why) 
         *why = "max_send_wr or max_recv_wr over the limit";
         return EINVAL;
       }
-      if (!pow2_in(q.ring_capacity, 2 * kMaxQpWr) ||
-          q.ring_capacity < q.max_send_wr + q.max_recv_wr) {
-        *why = "ring capacity not a power of two >= max_send_wr + max_recv_wr";
+      if (!pow2_in(q.send_ring_capacity, kMaxQpWr) || q.send_ring_capacity < q.max_send_wr ||
+          !pow2_in(q.recv_ring_capacity, kMaxQpWr) || q.recv_ring_capacity < q.max_recv_wr) {
+        *why = "a ring's capacity is not a power of two >= its queue's max_*_wr";
         return EINVAL;
       }
       break;
@@ -125,8 +125,6 @@ bool range_inside(const RegionEntry& r, uint64_t addr, uint64_t len) {
 WcStatus check_work_request(const WorkRequest& wr, uint32_t owner, const RegionTable& regions,
                             uint32_t max_msg_bytes) {
   switch (static_cast<WrOpcode>(wr.opcode)) {
-    case WrOpcode::kRecv:
-      return WcStatus::kSuccess;
     case WrOpcode::kWrite:
     case WrOpcode::kWriteImm:
       break;

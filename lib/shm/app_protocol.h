@@ -4,8 +4,10 @@
 //    one request, one reply (same type with kReplyBit, same seq), plus
 //    unsolicited event messages from the daemon; file descriptors (memfds,
 //    eventfds) ride along with SCM_RIGHTS;
-//  - the data path: per QP a ring of WorkRequest (application -> daemon),
-//    per CQ a ring of Cqe (daemon -> application) behind a CqControl block,
+//  - the data path: per QP two rings of WorkRequest (application ->
+//    daemon), its sends and its receives, so that a receive never waits
+//    behind sends the engine has no room for yet (a verbs QP's SQ and RQ);
+//    per CQ a ring of Cqe (daemon -> application) behind a CqControl block;
 //    each in a sealed memfd both processes map (spsc_ring.h);
 //  - the checks the daemon applies to everything an application writes
 //    (validate_message, check_work_request). They are pure functions, so
@@ -24,7 +26,7 @@
 namespace softmrc::shm {
 
 // Bumped on any change to the messages or the shared layouts below.
-inline constexpr uint32_t kAppProtocolVersion = 1;
+inline constexpr uint32_t kAppProtocolVersion = 2;
 inline constexpr uint32_t kAppMagic = 0x534d5243;  // "SMRC"
 
 enum class MsgType : uint16_t {
@@ -107,7 +109,8 @@ struct CreateQpReq {
   uint32_t recv_cq;
   uint32_t max_send_wr;
   uint32_t max_recv_wr;
-  uint32_t ring_capacity;  // a power of two >= max_send_wr + max_recv_wr
+  uint32_t send_ring_capacity;  // a power of two >= max_send_wr
+  uint32_t recv_ring_capacity;  // a power of two >= max_recv_wr
   uint32_t sq_sig_all;
 };
 struct CreateQpRep {
@@ -213,7 +216,7 @@ enum class WrOpcode : uint8_t {
 };
 inline constexpr uint8_t kWrSignaled = 1u << 0;
 
-// One work request, as the library writes it into the QP's ring.
+// One work request, as the library writes it into one of the QP's rings.
 struct WorkRequest {
   uint64_t wr_id;
   uint64_t local_addr;  // the application's address inside lkey's region
@@ -277,8 +280,14 @@ constexpr size_t cq_ring_offset() {
 constexpr size_t cq_bytes(uint32_t capacity) {
   return cq_ring_offset() + ring_bytes(capacity, sizeof(Cqe));
 }
-constexpr size_t qp_bytes(uint32_t capacity) {
-  return ring_bytes(capacity, sizeof(WorkRequest));
+// A QP's memfd: its send ring, then its receive ring on a cache line of
+// its own.
+constexpr size_t qp_recv_ring_offset(uint32_t send_capacity) {
+  return (ring_bytes(send_capacity, sizeof(WorkRequest)) + kCacheLine - 1) / kCacheLine *
+         kCacheLine;
+}
+constexpr size_t qp_bytes(uint32_t send_capacity, uint32_t recv_capacity) {
+  return qp_recv_ring_offset(send_capacity) + ring_bytes(recv_capacity, sizeof(WorkRequest));
 }
 
 // A registered region as the daemon knows it: the application's address
@@ -309,10 +318,14 @@ class RegionTable {
 // is inside anywhere up to the end).
 bool range_inside(const RegionEntry& r, uint64_t addr, uint64_t len);
 
-// The daemon's check of one WorkRequest copied out of the ring of a QP
-// owned by `owner`: kSuccess, or the status of the error completion it
+// The daemon's check of one WorkRequest copied out of the send ring of a
+// QP owned by `owner`: kSuccess, or the status of the error completion it
 // gets instead of being posted.
 WcStatus check_work_request(const WorkRequest& wr, uint32_t owner, const RegionTable& regions,
                             uint32_t max_msg_bytes);
+// Likewise for the receive ring, where only receives belong.
+constexpr WcStatus check_recv_request(const WorkRequest& wr) {
+  return wr.opcode == uint8_t(WrOpcode::kRecv) ? WcStatus::kSuccess : WcStatus::kLocQpOpErr;
+}
 
 }  // namespace softmrc::shm

@@ -3,9 +3,10 @@
 // Slow path: one request and one reply at a time on the context's
 // SOCK_SEQPACKET socket, under the context's mutex; event messages that
 // arrive meanwhile are queued for smrc_get_async_event. Data path: a QP's
-// posts go straight into its shared ring, a CQ's polls come straight out
-// of its shared ring; no system call, no lock (one thread per QP and per
-// CQ). No DPDK here: the daemon does the transport.
+// sends and receives go straight into its two shared rings, a CQ's polls
+// come straight out of its shared ring; no system call, no lock (one
+// thread per queue: a QP's sends, its receives, a CQ). No DPDK here: the
+// daemon does the transport.
 #include "softmrc/softmrc.h"
 
 #include <arpa/inet.h>
@@ -90,7 +91,8 @@ struct smrc_qp {
   smrc_qp_init_attr init{};
   std::atomic<uint32_t> state{SMRC_QPS_RESET};
   Mapping mem;
-  RingProducer<WorkRequest> ring;
+  RingProducer<WorkRequest> send_ring;
+  RingProducer<WorkRequest> recv_ring;
 };
 
 namespace {
@@ -538,14 +540,15 @@ struct smrc_qp* smrc_create_qp(struct smrc_pd* pd, struct smrc_qp_init_attr* ia)
       cap.max_send_wr > ctx->hello.max_qp_wr || cap.max_recv_wr > ctx->hello.max_qp_wr ||
       cap.max_send_sge > 1 || cap.max_inline_data != 0)
     return fail<smrc_qp>(EINVAL);
-  const uint32_t ring = std::bit_ceil(std::max<uint32_t>(cap.max_send_wr + cap.max_recv_wr, 2));
+  const uint32_t send_ring = std::bit_ceil(std::max<uint32_t>(cap.max_send_wr, 2));
+  const uint32_t recv_ring = std::bit_ceil(std::max<uint32_t>(cap.max_recv_wr, 2));
   Mapping mem;
-  const int fd = create_shared(qp_bytes(ring), false, &mem);
+  const int fd = create_shared(qp_bytes(send_ring, recv_ring), false, &mem);
   if (fd < 0) return fail<smrc_qp>(ENOMEM);
   Msg m = request(MsgType::kCreateQp), r;
   m.u.create_qp =
-      CreateQpReq{ia->send_cq->id,         ia->recv_cq->id, cap.max_send_wr, cap.max_recv_wr, ring,
-                  ia->sq_sig_all ? 1u : 0u};
+      CreateQpReq{ia->send_cq->id, ia->recv_cq->id, cap.max_send_wr,         cap.max_recv_wr,
+                  send_ring,       recv_ring,       ia->sq_sig_all ? 1u : 0u};
   auto* qp = new (std::nothrow) smrc_qp;
   if (qp == nullptr) {
     ::close(fd);
@@ -570,7 +573,8 @@ struct smrc_qp* smrc_create_qp(struct smrc_pd* pd, struct smrc_qp_init_attr* ia)
   qp->init = *ia;
   qp->init.cap.max_send_sge = 1;
   qp->mem = mem;
-  qp->ring.attach(mem.addr, ring);
+  qp->send_ring.attach(mem.addr, send_ring);
+  qp->recv_ring.attach(static_cast<char*>(mem.addr) + qp_recv_ring_offset(send_ring), recv_ring);
   pd->users.fetch_add(1);
   ia->send_cq->users.fetch_add(1);
   ia->recv_cq->users.fetch_add(1);
@@ -716,10 +720,10 @@ int smrc_post_send(struct smrc_qp* qp, struct smrc_send_wr* wr, struct smrc_send
       w.flags = (sig_all || (wr->send_flags & SMRC_SEND_SIGNALED)) ? kWrSignaled : 0;
       first[n++] = wr;
     }
-    const uint32_t in = n ? qp->ring.enqueue_burst(batch, n) : 0;
+    const uint32_t in = n ? qp->send_ring.enqueue_burst(batch, n) : 0;
     if (in < n) {
       if (bad_wr) *bad_wr = first[in];
-      return qp->ring.corrupt() ? EIO : ENOMEM;
+      return qp->send_ring.corrupt() ? EIO : ENOMEM;
     }
     if (refused != 0) {
       if (bad_wr) *bad_wr = wr;
@@ -746,10 +750,10 @@ int smrc_post_recv(struct smrc_qp* qp, struct smrc_recv_wr* wr, struct smrc_recv
       batch[n].opcode = uint8_t(WrOpcode::kRecv);
       first[n++] = wr;
     }
-    const uint32_t in = qp->ring.enqueue_burst(batch, n);
+    const uint32_t in = qp->recv_ring.enqueue_burst(batch, n);
     if (in < n) {
       if (bad_wr) *bad_wr = first[in];
-      return qp->ring.corrupt() ? EIO : ENOMEM;
+      return qp->recv_ring.corrupt() ? EIO : ENOMEM;
     }
   }
   if (bad_wr) *bad_wr = nullptr;

@@ -14,6 +14,9 @@
 //   api_helper sink SOCKET             exchange a line, then sleep
 //   api_helper daemon_dies SOCKET      block on a completion channel; when
 //                                      the daemon dies every call must fail
+//   api_helper recv_behind_sends SOCKET deep|wimm
+//                                      a receive posted behind a full send
+//                                      queue takes the peer's immediate
 #include <arpa/inet.h>
 #include <poll.h>
 #include <softmrc/softmrc.h>
@@ -71,13 +74,13 @@ struct Basic {
   smrc_qp* qp = nullptr;
 };
 
-bool setup(const char* sock, Basic* b, uint32_t send_wr = 16) {
+bool setup(const char* sock, Basic* b, uint32_t send_wr = 16, size_t mr_bytes = 1 << 20) {
   b->ctx = smrc_open_device(sock);
   if (!b->ctx) return false;
   b->pd = smrc_alloc_pd(b->ctx);
   b->ch = smrc_create_comp_channel(b->ctx);
   b->cq = smrc_create_cq(b->ctx, 256, nullptr, b->ch);
-  b->mr = smrc_alloc_mr(b->pd, 1 << 20, SMRC_ACCESS_LOCAL_WRITE | SMRC_ACCESS_REMOTE_WRITE);
+  b->mr = smrc_alloc_mr(b->pd, mr_bytes, SMRC_ACCESS_LOCAL_WRITE | SMRC_ACCESS_REMOTE_WRITE);
   smrc_qp_init_attr ia{};
   ia.send_cq = ia.recv_cq = b->cq;
   ia.cap.max_send_wr = send_wr;
@@ -361,10 +364,10 @@ int forge(const char* sock, const char* peer_ip) {
   expect_err(raw.call(m, fd, &r), 0, "create_cq");
   const uint32_t cq = r.u.id_rep.id;
   close(fd);
-  fd = s::create_shared(s::qp_bytes(16), false, &qpmem);
+  fd = s::create_shared(s::qp_bytes(8, 8), false, &qpmem);
   m = s::Msg{};
   m.type = uint16_t(s::MsgType::kCreateQp);
-  m.u.create_qp = s::CreateQpReq{cq, cq, 8, 8, 16, 0};
+  m.u.create_qp = s::CreateQpReq{cq, cq, 8, 8, 8, 8, 0};
   expect_err(raw.call(m, fd, &r), 0, "create_qp");
   const uint32_t qpn = r.u.create_qp_rep.qpn;
   close(fd);
@@ -387,8 +390,10 @@ int forge(const char* sock, const char* peer_ip) {
   expect_err(modify(SMRC_QPS_RTR, SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN), 0, "raw RTR");
   expect_err(modify(SMRC_QPS_RTS, SMRC_QP_SQ_PSN), 0, "raw RTS");
 
-  s::RingProducer<s::WorkRequest> wq;
-  wq.attach(qpmem.addr, 16);
+  s::RingProducer<s::WorkRequest> wq, rq;
+  wq.attach(qpmem.addr, 8);
+  void* recv_ring = static_cast<char*>(qpmem.addr) + s::qp_recv_ring_offset(8);
+  rq.attach(recv_ring, 8);
   s::RingConsumer<s::Cqe> cqr;
   cqr.attach(static_cast<char*>(cqmem.addr) + s::cq_ring_offset(), 64);
   const uint64_t base = reinterpret_cast<uint64_t>(region.addr);
@@ -411,10 +416,29 @@ int forge(const char* sock, const char* peer_ip) {
          "foreign lkey -> LOC_PROT_ERR", got[2].status);
   expect(got[3].wr_id == 4 && got[3].status == uint8_t(s::WcStatus::kLocLenErr),
          "length over the limit -> LOC_LEN_ERR", got[3].status);
+  // Each ring takes only its own kind: a receive among the sends, a Write
+  // among the receives.
+  s::WorkRequest misplaced{5, 0, 0, 0, 0, 0, 0, uint8_t(s::WrOpcode::kRecv), 0, {}};
+  expect(wq.enqueue_burst(&misplaced, 1) == 1, "a receive written into the send ring");
+  misplaced = {6, base, base, 64, lkey, lkey, 0, uint8_t(s::WrOpcode::kWrite), 0, {}};
+  expect(rq.enqueue_burst(&misplaced, 1) == 1, "a Write written into the receive ring");
+  n = 0;
+  while (n < 2 && std::chrono::steady_clock::now() < end + std::chrono::seconds(5))
+    n += cqr.dequeue_burst(got + n, 2 - n);
+  expect(n == 2, "two error completions", n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const bool recv = got[i].wr_id == 6;
+    expect(got[i].status == uint8_t(s::WcStatus::kLocQpOpErr) &&
+               got[i].opcode == uint8_t(recv ? s::CqeOpcode::kRecvWriteImm : s::CqeOpcode::kWrite),
+           recv ? "a Write on the receive ring -> LOC_QP_OP_ERR, a receive's completion"
+                : "a receive on the send ring -> LOC_QP_OP_ERR",
+           got[i].status);
+  }
 
-  // A garbage producer index: the daemon must not read outside the ring;
-  // the QP fails with a QP-fatal event, and the daemon keeps serving.
-  auto* hdr = static_cast<s::RingHeader*>(qpmem.addr);
+  // A garbage producer index (of the receive ring, which the daemon reads
+  // every pass): the daemon must not read outside the ring; the QP fails
+  // with a QP-fatal event, and the daemon keeps serving.
+  auto* hdr = static_cast<s::RingHeader*>(recv_ring);
   hdr->prod.store(0x7fff1234, std::memory_order_release);
   bool fatal = false;
   pollfd p{raw.fd, POLLIN, 0};
@@ -509,6 +533,83 @@ int stream(const char* sock, bool send, bool until_flush = false, uint64_t ev_pr
   }
 }
 
+// A receive posted behind more Writes than the send queue takes (a
+// collective's deep send queue) must be in place for a Write-with-Immediate
+// its peer sends as soon as it hears the receive was posted.
+//   deep: posts kWrites Writes of 16 MiB on a QP whose send queue takes 4,
+//         then the receive, prints "posted", and expects every completion
+//         to succeed, the receive's with the peer's immediate, then
+//         prints "done";
+//   wimm: on the line "go", sends one Write-with-Immediate, then serves
+//         the deep side's Writes until the line "done".
+int recv_behind_sends(const char* sock, bool deep) {
+  constexpr uint32_t kWrites = 8;
+  constexpr uint32_t kBytes = 16u << 20;
+  constexpr uint32_t kImm = 0x5eed;
+  Basic b;
+  if (!setup(sock, &b, 4, kBytes)) return 2;
+  uint32_t qpn, rkey;
+  uint64_t addr;
+  smrc_gid gid;
+  if (!exchange(b, &qpn, &rkey, &addr, &gid) || to_rts(b.qp, gid, qpn, 14, 4) != 0) return 3;
+  smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), deep ? kBytes : 64, b.mr->lkey};
+  smrc_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.send_flags = SMRC_SEND_SIGNALED;
+  wr.rdma.remote_addr = addr;
+  wr.rdma.rkey = rkey;
+  smrc_wc wc;
+  if (!deep) {
+    char line[16];
+    if (std::scanf("%15s", line) != 1 || std::strcmp(line, "go") != 0) return 4;
+    wr.opcode = SMRC_WR_RDMA_WRITE_WITH_IMM;
+    wr.imm_data = htonl(kImm);
+    expect_err(smrc_post_send(b.qp, &wr, nullptr), 0, "post the Write-with-Immediate");
+    expect(poll_one(b.cq, &wc, 20000) == 1 && wc.status == SMRC_WC_SUCCESS,
+           "the Write-with-Immediate completes", wc.status);
+    // The QP answers the deep side's Writes until that side is done.
+    if (std::scanf("%15s", line) != 1 || std::strcmp(line, "done") != 0) return 4;
+    return failures ? 1 : 0;
+  }
+  wr.opcode = SMRC_WR_RDMA_WRITE;
+  uint32_t posted = 0;
+  // The send ring holds what the send queue may: retry while it is full.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (posted < kWrites && std::chrono::steady_clock::now() < end) {
+    const int e = smrc_post_send(b.qp, &wr, nullptr);
+    if (e == 0)
+      ++posted;
+    else if (e != ENOMEM)
+      break;
+  }
+  expect(posted == kWrites, "post 8 Writes on a send queue of 4", posted);
+  smrc_recv_wr rwr{};
+  rwr.wr_id = 77;
+  expect_err(smrc_post_recv(b.qp, &rwr, nullptr), 0, "post the receive behind them");
+  std::printf("posted\n");
+  std::fflush(stdout);
+  uint32_t writes = 0, recvs = 0, bad = 0;
+  while (writes + recvs < kWrites + 1 && poll_one(b.cq, &wc, 20000) == 1) {
+    if (wc.status != SMRC_WC_SUCCESS) {
+      std::printf("completion %" PRIu64 ": %s\n", wc.wr_id,
+                  smrc_wc_status_str(static_cast<smrc_wc_status>(wc.status)));
+      ++bad;
+      continue;
+    }
+    if (wc.opcode == SMRC_WC_RECV_RDMA_WITH_IMM && wc.wr_id == 77 && ntohl(wc.imm_data) == kImm)
+      ++recvs;
+    else if (wc.opcode == SMRC_WC_RDMA_WRITE)
+      ++writes;
+  }
+  expect(bad == 0, "no completion fails", bad);
+  expect(recvs == 1, "the receive consumed the peer's immediate", recvs);
+  expect(writes == kWrites, "every Write completes", writes);
+  std::printf("done\n");
+  std::fflush(stdout);
+  return failures ? 1 : 0;
+}
+
 int daemon_dies(const char* sock) {
   Basic b;
   if (!setup(sock, &b)) return 2;
@@ -594,6 +695,8 @@ int main(int argc, char** argv) {
   }
   if (mode == "sink") return stream(argv[2], false);
   if (mode == "daemon_dies") return daemon_dies(argv[2]);
+  if (mode == "recv_behind_sends" && argc == 4)
+    return recv_behind_sends(argv[2], std::strcmp(argv[3], "deep") == 0);
   if (mode == "port_events" && argc == 4)
     return port_events(argv[2], static_cast<uint32_t>(std::atoi(argv[3])));
   return 2;

@@ -261,6 +261,23 @@ def case_app_killed(args):
     with_pair(args, body)
 
 
+def case_recv_behind_sends(args):
+    def body(a, b):
+        deep = App([args.helper, 'recv_behind_sends', sock(args, 'app-a'), 'deep'])
+        peer = App([args.helper, 'recv_behind_sends', sock(args, 'app-b'), 'wimm'])
+        connect(deep, peer)
+        deep.read_line(r'^posted$', timeout=15)
+        peer.send('go')
+        deep.read_line(r'^done$', timeout=30)
+        peer.send('done')
+        code_d, out_d = deep.finish(timeout=10)
+        code_p, out_p = peer.finish(timeout=10)
+        print(out_d + out_p, end='')
+        check(code_d == 0 and 'FAIL' not in out_d, f'deep side {code_d}: {out_d}')
+        check(code_p == 0 and 'FAIL' not in out_p, f'wimm side {code_p}: {out_p}')
+    with_pair(args, body)
+
+
 def case_daemon_killed(args):
     def body(a, b):
         app = App([args.helper, 'daemon_dies', sock(args, 'app-a')])

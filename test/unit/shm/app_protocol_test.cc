@@ -65,10 +65,21 @@ TEST(AppMessage, CqAndQpSizesMustBePowersOfTwoWithinLimits) {
     EXPECT_EQ(validate(cq, true), EINVAL) << cap;
   }
   Msg qp = request(MsgType::kCreateQp);
-  qp.u.create_qp = CreateQpReq{1, 1, 16, 16, 16, 0};  // ring smaller than the two queues
+  qp.u.create_qp = CreateQpReq{1, 1, 16, 16, 8, 16, 0};  // send ring smaller than its queue
   EXPECT_EQ(validate(qp, true), EINVAL);
-  qp.u.create_qp.ring_capacity = 32;
+  qp.u.create_qp = CreateQpReq{1, 1, 16, 16, 16, 8, 0};  // receive ring smaller than its queue
+  EXPECT_EQ(validate(qp, true), EINVAL);
+  qp.u.create_qp = CreateQpReq{1, 1, 16, 16, 16, 24, 0};  // not a power of two
+  EXPECT_EQ(validate(qp, true), EINVAL);
+  qp.u.create_qp = CreateQpReq{1, 1, 16, 0, 16, 1, 0};  // a ring has at least two entries
+  EXPECT_EQ(validate(qp, true), EINVAL);
+  qp.u.create_qp = CreateQpReq{1, 1, 16, 0, 16, 2, 0};
   EXPECT_EQ(validate(qp, true), 0);
+  qp.u.create_qp = CreateQpReq{1, 1, 16, 16, 16, 16, 0};
+  EXPECT_EQ(validate(qp, true), 0);
+  qp.u.create_qp.send_ring_capacity = 2 * kMaxQpWr;
+  EXPECT_EQ(validate(qp, true), EINVAL);
+  qp.u.create_qp.send_ring_capacity = 16;
   qp.u.create_qp.max_send_wr = kMaxQpWr + 1;
   EXPECT_EQ(validate(qp, true), EINVAL);
 }
@@ -155,19 +166,22 @@ TEST_F(Regions, EveryBadDescriptorGetsItsStatus) {
     w.opcode = op;
     EXPECT_EQ(check_work_request(w, 7, table, kMaxMsgBytes), WcStatus::kLocQpOpErr) << int(op);
   }
-  // A zero-length Write needs no region; a receive has no SGE at all.
+  // A zero-length Write needs no region; a receive has no SGE at all, and
+  // each ring takes only its own kind.
   EXPECT_EQ(check_work_request(write(0xdead, 0, 0), 7, table, kMaxMsgBytes), WcStatus::kSuccess);
   WorkRequest recv{};
   recv.opcode = uint8_t(WrOpcode::kRecv);
   recv.lkey = 0xdead;
-  EXPECT_EQ(check_work_request(recv, 7, table, kMaxMsgBytes), WcStatus::kSuccess);
+  EXPECT_EQ(check_recv_request(recv), WcStatus::kSuccess);
+  EXPECT_EQ(check_work_request(recv, 7, table, kMaxMsgBytes), WcStatus::kLocQpOpErr);
+  EXPECT_EQ(check_recv_request(write(0x10003, 0x100000, 64)), WcStatus::kLocQpOpErr);
 }
 
 // The daemon's end of a QP ring, fed a garbage producer index by the
 // application: it moves nothing and reads nothing outside the ring.
 TEST(WorkRing, GarbageProducerIndexTurnsTheRingCorrupt) {
   constexpr uint32_t kCap = 16;
-  std::vector<unsigned char> mem(qp_bytes(kCap) + 64);
+  std::vector<unsigned char> mem(qp_bytes(kCap, kCap) + 64);
   void* at = mem.data() + (64 - reinterpret_cast<uintptr_t>(mem.data()) % 64);
   format_ring(at);
   RingProducer<WorkRequest> app;
