@@ -1,9 +1,11 @@
 // The application API, softmrcd's side (see app_server.h).
+
+// rte_dev_dma_map() and rte_dev_dma_unmap() are experimental in DPDK 22.11.
+#define ALLOW_EXPERIMENTAL_API
 #include "softmrcd/app_server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <rte_bus.h>
 #include <rte_dev.h>
 #include <rte_ethdev.h>
 #include <rte_memory.h>
@@ -419,10 +421,9 @@ bool AppServer::setup(const Config& cfg,
     l.endpoint = t->index();
     for (uint32_t p = 0; p < t->num_planes(); ++p) {
       rte_eth_dev_info info{};
-      const rte_bus* bus = rte_eth_dev_info_get(t->port(p).port_id(), &info) == 0
-                               ? rte_dev_bus(info.device)
-                               : nullptr;
-      l.vdev_ports = l.vdev_ports && bus != nullptr && std::strcmp(rte_bus_name(bus), "vdev") == 0;
+      if (rte_eth_dev_info_get(t->port(p).port_id(), &info) == 0 && info.device != nullptr &&
+          std::find(l.devices.begin(), l.devices.end(), info.device) == l.devices.end())
+        l.devices.push_back(info.device);
     }
     l.stage = std::make_unique<AppStage>();
     l.stage->init(cfg.limits.max_qps, cfg.limits.max_regions);
@@ -460,12 +461,10 @@ void AppServer::step(const pollfd* ready, size_t count, uint64_t now_ns) {
   }
 }
 
-AppServer::Memory AppServer::share(const shm::Mapping& mem, bool vdev_ports,
-                                   rte_iova_t* iova) const {
-  Memory m{mem};
-  // A NIC would also need the memory DMA-mapped for it (rte_dev_dma_map),
-  // which softmrcd does not do yet: on such ports it is copied.
-  if (cfg_->tx_payload != TxPayload::kExtbuf || !vdev_ports) return m;
+AppServer::Memory AppServer::share(const shm::Mapping& mem, const Listener& l) const {
+  Memory m;
+  m.mem = mem;
+  if (cfg_->tx_payload != TxPayload::kExtbuf) return m;
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   const size_t pages = mem.bytes / page;
   auto* base = static_cast<uint8_t*>(mem.addr);
@@ -485,11 +484,39 @@ AppServer::Memory AppServer::share(const shm::Mapping& mem, bool vdev_ports,
       rte_extmem_register(base, mem.bytes, iovas.data(), static_cast<unsigned>(pages), page) != 0)
     return m;
   m.extmem = true;
-  *iova = iovas[0];
+  m.iova = iovas[0];
+  // Every port's device reads the payload in place: a NIC by DMA, so the
+  // region is mapped for it (into the IOMMU, VFIO's or the PMD's own); a
+  // vdev reads with the CPU and its bus maps nothing. A device that cannot
+  // map (ENOTSUP) needs no mapping in IOVA-PA mode, where it is given the
+  // physical addresses; in IOVA-VA mode the region is then copied instead.
+  for (rte_device* d : l.devices) {
+    if (rte_dev_dma_map(d, base, m.iova, mem.bytes) >= 0) {
+      m.dma_mapped.push_back(d);
+      continue;
+    }
+    if (rte_errno == ENOTSUP && rte_eal_iova_mode() == RTE_IOVA_PA) continue;
+    std::printf(
+        "softmrcd: a %zu-byte application region is sent by copy: %s cannot DMA-map it "
+        "(%s)\n",
+        mem.bytes, rte_dev_name(d), std::strerror(rte_errno));
+    std::fflush(stdout);
+    unmap_dma(&m);
+    (void)rte_extmem_unregister(base, mem.bytes);
+    m.extmem = false;
+    return m;
+  }
   return m;
 }
 
+void AppServer::unmap_dma(Memory* m) {
+  for (rte_device* d : m->dma_mapped)
+    (void)rte_dev_dma_unmap(d, m->mem.addr, m->iova, m->mem.bytes);
+  m->dma_mapped.clear();
+}
+
 void AppServer::unshare(Memory* m) {
+  unmap_dma(m);
   if (m->extmem) (void)rte_extmem_unregister(m->mem.addr, m->mem.bytes);
   m->extmem = m->framed = false;
   shm::unmap_shared(&m->mem);
@@ -683,8 +710,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
       const char* why = "ok";
       if (const int st = shm::map_shared(fd, r.length, &mem, &why); st != 0)
         return refuse(rep, st, why);
-      rte_iova_t iova = RTE_BAD_IOVA;
-      Memory m = share(mem, l.vdev_ports, &iova);
+      Memory m = share(mem, l);
       engine::Region region;
       region.va = r.addr;
       region.length = r.length;
@@ -701,7 +727,8 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
           return;
         }
         std::string unused;  // the mappings never overlap
-        m.framed = m.extmem && t.framer().add_extbuf_region(region.host, mem.bytes, iova, &unused);
+        m.framed =
+            m.extmem && t.framer().add_extbuf_region(region.host, mem.bytes, m.iova, &unused);
       });
       if (!ok) {
         unshare(&m);

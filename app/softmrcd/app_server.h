@@ -19,10 +19,12 @@
 // is placed into its memory after that.
 //
 // With tx_payload: extbuf, each application region is also an extbuf region
-// of the framer (its payload is sent in place) if DPDK knows its IOVA: it is
-// registered with rte_extmem_register, with the pages' virtual addresses in
-// IOVA-VA mode; in IOVA-PA mode it is locked in memory and sent in place only
-// if its pages are physically contiguous, by copy otherwise. A region freed
+// of the framer (its payload is sent in place) if DPDK knows its IOVA and
+// every port's device can read it: it is registered with
+// rte_extmem_register, with the pages' virtual addresses in IOVA-VA mode (in
+// IOVA-PA mode it is locked in memory and sent in place only if its pages
+// are physically contiguous), then DMA-mapped for each port's device
+// (rte_dev_dma_map); by copy otherwise. A region freed
 // (or whose application went) is retired: deregistered and retired in the
 // framer, and unmapped once no send queued by its application may read it
 // and no mbuf in flight points into it (checked again every few ms).
@@ -36,6 +38,7 @@
 #pragma once
 
 #include <poll.h>
+#include <rte_dev.h>
 #include <rte_memory.h>
 
 #include <cstdint>
@@ -186,9 +189,9 @@ class AppServer : public ControlService {
     std::string path;
     EndpointTask* task = nullptr;
     uint32_t endpoint = 0;
-    // Every port is a vdev, which reads the payload with the CPU: sending
-    // application memory in place needs no DMA mapping of it.
-    bool vdev_ports = true;
+    // The endpoint's ports' devices, each once: what application regions
+    // sent in place are DMA-mapped for.
+    std::vector<rte_device*> devices;
     std::unique_ptr<AppStage> stage;
   };
 
@@ -201,10 +204,13 @@ class AppServer : public ControlService {
   // A region's memory, shared by its application.
   struct Memory {
     shm::Mapping mem;
-    bool extmem = false;  // registered with rte_extmem_register
-    bool framed = false;  // an extbuf region of the framer
+    bool extmem = false;                  // registered with rte_extmem_register
+    bool framed = false;                  // an extbuf region of the framer
+    rte_iova_t iova = RTE_BAD_IOVA;       // of the first byte, when extmem
+    std::vector<rte_device*> dma_mapped;  // rte_dev_dma_map done for these
   };
-  Memory share(const shm::Mapping& mem, bool vdev_ports, rte_iova_t* iova) const;
+  Memory share(const shm::Mapping& mem, const Listener& l) const;
+  static void unmap_dma(Memory* m);
   static void unshare(Memory* m);
   // Unmaps the retired regions of l's applications that nothing reads any more.
   void reap(Listener& l);
