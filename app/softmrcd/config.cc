@@ -86,6 +86,12 @@ void read_endpoint(const YAML::Node& node, const std::string& key, bool hosted, 
       fail(pm.key("mac"), "missing (a peer's MAC cannot be learnt)");
     }
     read_ip(pm, &p);
+    if (hosted) {
+      // Neither 0 (a priority tag, no VLAN) nor 4095 (reserved) is a VLAN.
+      pm.uint("vlan", 1, 4094, &p.vlan);
+      if (pm.has("vlan_pcp") && p.vlan == 0) fail(pm.key("vlan_pcp"), "needs a vlan");
+      pm.uint("vlan_pcp", 0, 7, &p.vlan_pcp);
+    }
     if (p.ip_version == wire::IpVersion::kV4 && e->ev_mode == wire::EvMode::kStev)
       fail(pm.key("ip"), "IPv4 address with ev_mode stev (STEV needs IPv6)");
     if (i > 0 && p.ip_version != e->planes[0].ip_version)
@@ -174,6 +180,14 @@ void read_link(const YAML::Node& node, const std::string& key, Config* c) {
         fail(pkey + ".mac", "missing (a linked endpoint's ports have no MAC of their own)");
     }
   }
+  const EndpointSpec& a = c->endpoints[l.a];
+  const EndpointSpec& b = c->endpoints[l.b];
+  for (size_t p = 0; p < a.planes.size(); ++p)
+    if (a.planes[p].vlan != b.planes[p].vlan)
+      fail(index_key(b.key + ".planes", p) + ".vlan",
+           "VLAN " + std::to_string(b.planes[p].vlan) + ", but '" + a.name + "', its link's " +
+               "other end, tags plane " + std::to_string(p) + " with " +
+               std::to_string(a.planes[p].vlan) + " (0: untagged)");
   m.uint("lcore", 0, kMaxLcoreId, &l.lcore);
   read_link_fabric(m, c->num_planes(), &l.fabric);
   m.done();

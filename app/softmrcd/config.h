@@ -36,6 +36,8 @@ struct PlaneSpec {
   wire::MacAddr mac;
   wire::IpVersion ip_version = wire::IpVersion::kV6;
   uint8_t ip[16] = {};
+  uint16_t vlan = 0;     // 802.1Q VLAN id of the plane's frames; 0: untagged
+  uint8_t vlan_pcp = 0;  // their priority (PCP), with a VLAN
 };
 
 // An endpoint this process hosts, or a peer hosted elsewhere (addresses only).

@@ -403,8 +403,10 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {
     ++drops_.parse[size_t(st)];
     return;
   }
-  if (!framer_.for_us(view_, static_cast<uint8_t>(plane))) {
-    ++drops_.other[size_t(Drop::kRxNotForUs)];
+  if (const Framer::Addressed a = framer_.for_us(view_, static_cast<uint8_t>(plane));
+      a != Framer::Addressed::kUs) {
+    ++drops_.other[size_t(a == Framer::Addressed::kOtherVlan ? Drop::kRxOtherVlan
+                                                             : Drop::kRxNotForUs)];
     return;
   }
   PlaneCounters& c = planes_[plane].counters;

@@ -47,8 +47,11 @@ bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacA
   has_frame_.assign(frames_.size(), 0);
   peer_ip_.assign(frames_.size(), {});
   own_ip_.assign(num_planes_, {});
-  for (uint32_t plane = 0; plane < num_planes_; ++plane)
+  own_vlan_.assign(num_planes_, 0);
+  for (uint32_t plane = 0; plane < num_planes_; ++plane) {
     std::memcpy(own_ip_[plane].data(), me.planes[plane].ip, ip_len);
+    own_vlan_[plane] = me.planes[plane].vlan;
+  }
   for (uint32_t peer = 0; peer < num_peers_; ++peer) {
     const EndpointSpec& other = cfg.endpoints[peer];
     for (uint32_t plane = 0; plane < num_planes_; ++plane) {
@@ -62,6 +65,8 @@ bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacA
       std::memcpy(f.src_ip, me.planes[plane].ip, 16);
       std::memcpy(f.dst_ip, other.planes[plane].ip, 16);
       f.ev_mode = me.ev_mode;
+      f.has_vlan = me.planes[plane].vlan != 0;
+      f.vlan_tci = static_cast<uint16_t>(me.planes[plane].vlan_pcp << 13 | me.planes[plane].vlan);
       has_frame_[i] = 1;
     }
   }
@@ -259,8 +264,12 @@ rte_mbuf* Framer::frame_extbuf(const wire::FrameSpec& f, const wire::WireEv& ev,
   return hdr;
 }
 
-bool Framer::for_us(const wire::PacketView& v, uint8_t plane) const {
-  return std::memcmp(v.dst_ip, own_ip_[plane].data(), 16) == 0;
+Framer::Addressed Framer::for_us(const wire::PacketView& v, uint8_t plane) const {
+  // A priority tag (VLAN 0) is an untagged frame with a PCP.
+  const uint16_t vlan = v.has_vlan ? v.vlan_tci & 0xfff : 0;
+  if (vlan != own_vlan_[plane]) return Addressed::kOtherVlan;
+  return std::memcmp(v.dst_ip, own_ip_[plane].data(), 16) == 0 ? Addressed::kUs
+                                                               : Addressed::kOtherIp;
 }
 
 uint32_t Framer::peer_of(const wire::PacketView& v, uint8_t plane) const {

@@ -1,7 +1,8 @@
 // The framer: everything about addresses. It holds one wire::FrameSpec per
-// (peer, plane), built from the configuration, and turns the engine's
-// TxPackets into mbufs; on receive it checks that a packet is addressed to
-// the plane's IP and names the peer that sent a connectionless probe.
+// (peer, plane), built from the configuration (a plane's VLAN tag
+// included), and turns the engine's TxPackets into mbufs; on receive it
+// checks that a packet is addressed to the plane's VLAN and IP and names
+// the peer that sent a connectionless probe.
 //
 // Payload: copied into the frame's mbuf (tx_payload: copy), or sent in
 // place from registered memory (tx_payload: extbuf) as a chain of the
@@ -60,9 +61,11 @@ class Framer {
              DropCounters* drops);
 
   const wire::ParseConfig& parse_config() const { return parse_cfg_; }
-  // Whether a parsed packet is addressed to this endpoint's IP on `plane`
+  // Whether a parsed packet is addressed to this endpoint on `plane`: the
+  // plane's VLAN (none, or a priority tag, on an untagged plane) and IP
   // (addresses compare as 16 bytes: IPv4 ones are zero-padded on both sides).
-  bool for_us(const wire::PacketView& v, uint8_t plane) const;
+  enum class Addressed : uint8_t { kUs, kOtherVlan, kOtherIp };
+  Addressed for_us(const wire::PacketView& v, uint8_t plane) const;
   // The peer whose IP on `plane` sent `v`; engine::kUnknownPeer if none.
   uint32_t peer_of(const wire::PacketView& v, uint8_t plane) const;
 
@@ -91,6 +94,7 @@ class Framer {
   std::vector<uint8_t> has_frame_;
   std::vector<wire::WireEv> default_ev_;          // per plane: the path of connectionless replies
   std::vector<std::array<uint8_t, 16>> own_ip_;   // per plane
+  std::vector<uint16_t> own_vlan_;                // per plane, 0: untagged
   std::vector<std::array<uint8_t, 16>> peer_ip_;  // [peer * num_planes_ + plane]
   wire::ParseConfig parse_cfg_;
   wire::EvMode ev_mode_ = wire::EvMode::kUdp;

@@ -7,6 +7,8 @@ const char* drop_name(Drop d) {
   switch (d) {
     case Drop::kRxNotForUs:
       return "rx_not_for_us";
+    case Drop::kRxOtherVlan:
+      return "rx_other_vlan";
     case Drop::kRxTooLong:
       return "rx_too_long";
     case Drop::kTxNoMbuf:

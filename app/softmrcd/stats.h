@@ -21,6 +21,7 @@ namespace softmrc::softmrcd {
 // failures are counted by wire::ParseStatus.
 enum class Drop : uint8_t {
   kRxNotForUs,   // parsed, but addressed to another IP than the plane's
+  kRxOtherVlan,  // parsed, but tagged with another VLAN than the plane's (or none)
   kRxTooLong,    // longer than the largest frame the path MTU allows
   kTxNoMbuf,     // mempool empty while framing
   kTxBuild,      // the engine handed out a packet lib/wire cannot build

@@ -277,6 +277,25 @@ def case_extbuf(args):
     check(m is not None and m.group(2) == '0', 'b sends only ACKs, never a payload', both)
 
 
+def case_vlan(args):
+    """Planes on 802.1Q VLANs (one with a priority): the transfer verifies
+    every byte, and no frame is dropped for its VLAN or its address."""
+    cfg = two_endpoints()
+    for e in cfg['endpoints']:
+        e['planes'][0].update(vlan=10, vlan_pcp=3)
+        e['planes'][1].update(vlan=4094)
+    cfg['traffic'][0]['duration_ms'] = 800
+    d = Daemon(args, 'vlan', cfg)
+    code, out, err = d.run()
+    both = out + err
+    check(code == 0 and 'softmrcd: PASS' in out, f'exit status {code}', both)
+    s = summary_counts(out)
+    check(s['verified'] > 0 and s['verified'] == s['posted'], f'not all verified: {s}', both)
+    ends = re.findall(r'softmrcd: ([ab]): sent \d+ packets .*received (\d+), dropped (\d+)', out)
+    check(sorted(e[0] for e in ends) == ['a', 'b'], 'no end-of-run counts for a and b', both)
+    check(all(int(e[1]) > 0 and e[2] == '0' for e in ends), f'frames dropped: {ends}', both)
+
+
 class HugePages:
     """Reserves `pages` 2 MiB pages and mounts a hugetlbfs for one case;
     undoes both on exit. Skip where the kernel cannot give them."""
@@ -715,6 +734,14 @@ BAD_CONFIGS = [
         ev_mode='stev', planes=[{'mac': '02:00:00:00:0a:00', 'ip': '10.0.0.1'}] * 2),
      'endpoints[0].planes[0].ip: IPv4 address with ev_mode stev (STEV needs IPv6)',
      'IPv4 address with ev_mode stev (STEV needs IPv6)'),
+    ('vlan_range', lambda c: c['endpoints'][0]['planes'][0].update(vlan=4095),
+     'endpoints[0].planes[0].vlan: 4095 is out of range 1..4094', '<n> is out of range <lo>..<hi>'),
+    ('vlan_pcp_alone', lambda c: c['endpoints'][0]['planes'][1].update(vlan_pcp=3),
+     'endpoints[0].planes[1].vlan_pcp: needs a vlan', 'needs a vlan'),
+    ('vlan_link_mismatch', lambda c: c['endpoints'][0]['planes'][1].update(vlan=20),
+     "endpoints[1].planes[1].vlan: VLAN 0, but 'a', its link's other end, tags plane 1 with 20 "
+     "(0: untagged)", "VLAN <n>, but '<name>', its link's other end, tags plane <p> with <m> "
+     "(0: untagged)"),
     ('plane_count', lambda c: c['endpoints'][1]['planes'].pop(),
      'endpoints[1].planes: 1 planes, but endpoints[0] has 2 (plane N is port N on every '
      'endpoint)', '<n> planes, but endpoints[0] has <m> (plane N is port N on every endpoint)'),

@@ -1,0 +1,130 @@
+// The framer's addressing (app/softmrcd/framer.h): the frames it builds
+// carry the plane's VLAN tag and priority, and a received frame is ours
+// only with the plane's VLAN (none, or a priority tag, on an untagged
+// plane) and IP. Frames are checked byte by byte and by parsing them.
+#include "softmrcd/framer.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <rte_mbuf.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "eal_environment.h"
+#include "wire/packet.h"
+
+namespace softmrc::softmrcd {
+namespace {
+
+test::EalEnvironment* const kEal = test::add_eal("smrcd-framer-test", 1023, 0, 2048);
+
+// Endpoint a: plane 0 on VLAN 100 with priority 5, plane 1 untagged.
+constexpr const char* kConfig = R"(
+path_mtu: 1024
+endpoints:
+  - name: a
+    planes:
+      - {port: net_null0, mac: "02:00:00:00:00:0a", ip: "fd00::a", vlan: 100, vlan_pcp: 5}
+      - {port: net_null1, mac: "02:00:00:01:00:0a", ip: "fd01::a"}
+peers:
+  - name: b
+    planes:
+      - {mac: "02:00:00:00:00:0b", ip: "fd00::b"}
+      - {mac: "02:00:00:01:00:0b", ip: "fd01::b"}
+)";
+
+class FramerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string err;
+    ASSERT_TRUE(parse_config(kConfig, "framer_test.yaml", &cfg_, &err)) << err;
+    std::vector<wire::MacAddr> macs;
+    for (const PlaneSpec& p : cfg_.endpoints[0].planes) macs.push_back(p.mac);
+    ASSERT_TRUE(framer_.init(cfg_, 0, macs, kEal->pool, nullptr, &err)) << err;
+  }
+  void TearDown() override { framer_.close(); }
+
+  // An ACK from a to b on `plane`, as the framer builds it.
+  std::vector<uint8_t> frame_ack(uint8_t plane) {
+    const wire::WireEv default_path{};  // a connectionless packet's: the plane's default
+    engine::TxPacket p;
+    p.peer = 1;
+    p.plane = plane;
+    p.wire_ev = &default_path;
+    p.t.opcode = wire::Opcode::kAck;
+    p.t.dest_qpn = 7;
+    p.t.psn = 100;
+    rte_mbuf* m = nullptr;
+    bool extbuf = false;
+    DropCounters drops;
+    framer_.frame(&p, 1, &m, &extbuf, &drops);
+    EXPECT_NE(m, nullptr);
+    if (m == nullptr) return {};
+    const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    std::vector<uint8_t> out(d, d + m->data_len);
+    rte_pktmbuf_free(m);
+    return out;
+  }
+
+  // A frame from b to `dst_ip` on a plane, tagged (`tci`) or not.
+  Framer::Addressed addressed(uint8_t plane, const char* dst_ip, bool tagged, uint16_t tci) {
+    wire::FrameSpec f;
+    f.src_mac = cfg_.endpoints[1].planes[plane].mac;
+    f.dst_mac = cfg_.endpoints[0].planes[plane].mac;
+    std::memcpy(f.src_ip, cfg_.endpoints[1].planes[plane].ip, 16);
+    EXPECT_EQ(inet_pton(AF_INET6, dst_ip, f.dst_ip), 1);
+    f.has_vlan = tagged;
+    f.vlan_tci = tci;
+    wire::Transport t;
+    t.opcode = wire::Opcode::kAck;
+    t.dest_qpn = 7;
+    std::vector<uint8_t> frame(wire::kMaxHeaderLen + wire::kIcrcLen);
+    frame.resize(wire::build_packet(f, wire::WireEv{}, {48, wire::kEcnNotEct}, t, {}, frame));
+    wire::PacketView v;
+    EXPECT_EQ(wire::parse(frame, framer_.parse_config(), &v), wire::ParseStatus::kOk);
+    return framer_.for_us(v, plane);
+  }
+
+  Config cfg_;
+  Framer framer_;
+};
+
+TEST_F(FramerTest, APlaneWithAVlanTagsItsFramesWithItAndItsPriority) {
+  const std::vector<uint8_t> f = frame_ack(0);
+  ASSERT_GE(f.size(), 18u);
+  EXPECT_EQ(f[12] << 8 | f[13], 0x8100);
+  EXPECT_EQ(f[14] << 8 | f[15], 5 << 13 | 100);  // PCP 5, DEI 0, VLAN 100
+  EXPECT_EQ(f[16] << 8 | f[17], 0x86dd);
+  wire::PacketView v;
+  ASSERT_EQ(wire::parse(f, framer_.parse_config(), &v), wire::ParseStatus::kOk);
+  EXPECT_TRUE(v.has_vlan);
+  EXPECT_EQ(v.t.opcode, wire::Opcode::kAck);
+}
+
+TEST_F(FramerTest, AnUntaggedPlaneSendsUntaggedFrames) {
+  const std::vector<uint8_t> f = frame_ack(1);
+  ASSERT_GE(f.size(), 14u);
+  EXPECT_EQ(f[12] << 8 | f[13], 0x86dd);
+  EXPECT_EQ(f.size(), frame_ack(0).size() - 4);
+}
+
+TEST_F(FramerTest, ATaggedPlaneTakesOnlyItsVlan) {
+  EXPECT_EQ(addressed(0, "fd00::a", true, 5 << 13 | 100), Framer::Addressed::kUs);
+  EXPECT_EQ(addressed(0, "fd00::a", true, 100), Framer::Addressed::kUs);  // any priority
+  EXPECT_EQ(addressed(0, "fd00::a", true, 101), Framer::Addressed::kOtherVlan);
+  EXPECT_EQ(addressed(0, "fd00::a", false, 0), Framer::Addressed::kOtherVlan);
+  EXPECT_EQ(addressed(0, "fd00::a", true, 5 << 13), Framer::Addressed::kOtherVlan);
+  EXPECT_EQ(addressed(0, "fd00::c", true, 100), Framer::Addressed::kOtherIp);
+}
+
+TEST_F(FramerTest, AnUntaggedPlaneTakesUntaggedAndPriorityTaggedFrames) {
+  EXPECT_EQ(addressed(1, "fd01::a", false, 0), Framer::Addressed::kUs);
+  EXPECT_EQ(addressed(1, "fd01::a", true, 3 << 13), Framer::Addressed::kUs);
+  EXPECT_EQ(addressed(1, "fd01::a", true, 100), Framer::Addressed::kOtherVlan);
+  EXPECT_EQ(addressed(1, "fd00::a", false, 0), Framer::Addressed::kOtherIp);
+}
+
+}  // namespace
+}  // namespace softmrc::softmrcd
