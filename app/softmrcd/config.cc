@@ -212,7 +212,7 @@ void check_flow_ends(const Config& c, Map& m, const FlowSpec& f) {
   for (const auto& e : ends) {
     const int l = c.link_of(e.self);
     if (l < 0) continue;
-    const uint32_t partner = c.links[l].a == e.self ? c.links[l].b : c.links[l].a;
+    const uint32_t partner = c.links[l].other_end(e.self);
     if (partner != e.other)
       fail(m.key(e.key), "'" + c.endpoints[e.other].name + "' is out of reach: '" +
                              c.endpoints[e.self].name + "' is in links[" + std::to_string(l) +
@@ -319,7 +319,7 @@ void check_mbufs(const Config& c) {
     // A port lcore's tx ring and the burst it holds.
     uint64_t relay = uint64_t{port_lcore_planes(c.endpoints[i])} * (kPortRingSlots + kPortBurst);
     if (link >= 0) {
-      const uint32_t partner = c.links[link].a == i ? c.links[link].b : c.links[link].a;
+      const uint32_t partner = c.links[link].other_end(i);
       relay += uint64_t{port_lcore_planes(c.endpoints[partner])} * kPortRingSlots;
     }
     const uint64_t need = c.num_planes() * per_plane + relay + 2 * c.mbuf_cache + 512;

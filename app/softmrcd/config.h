@@ -138,6 +138,9 @@ struct LinkSpec {
   uint32_t b = 0;
   int lcore = kAnyLcore;  // the fabric's forwarding step; default: a's lcore
   LinkFabricSpec fabric;
+
+  // The end that is not `end`.
+  uint32_t other_end(uint32_t end) const { return end == a ? b : a; }
 };
 
 enum class TrafficOp : uint8_t { kWrite, kWimm };
