@@ -41,6 +41,13 @@ void read_link(const YAML::Node& node, const std::string& key, FabricConfig* c) 
                          std::to_string(l.ports[0].size()) + " (one port per plane on each side)");
   m.uint("lcore", 0, softmrcd::kMaxLcoreId, &l.lcore);
   read_link_fabric(m, static_cast<uint32_t>(l.ports[0].size()), &l.fabric);
+  // Only SRv6 changes what a switch does: it routes on, and consumes, uSIDs.
+  wire::EvMode ev_mode = wire::EvMode::kUdp;
+  m.choice(
+      "ev_mode",
+      {{"udp", wire::EvMode::kUdp}, {"stev", wire::EvMode::kStev}, {"srv6", wire::EvMode::kSrv6}},
+      &ev_mode);
+  l.fabric.srv6 = ev_mode == wire::EvMode::kSrv6;
   m.done();
   c->links.push_back(l);
 }

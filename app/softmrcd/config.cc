@@ -13,6 +13,7 @@
 
 #include "engine/qp_attr.h"
 #include "wire/headers.h"
+#include "wire/usid.h"
 
 namespace softmrc::softmrcd {
 
@@ -43,6 +44,12 @@ void read_ip(Map& m, PlaneSpec* p) {
   }
 }
 
+std::string ip_text(const PlaneSpec& p) {
+  char text[INET6_ADDRSTRLEN] = "";
+  inet_ntop(p.ip_version == wire::IpVersion::kV4 ? AF_INET : AF_INET6, p.ip, text, sizeof(text));
+  return text;
+}
+
 bool valid_name(const std::string& s) {
   if (s.empty() || s.size() > 31) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -64,7 +71,10 @@ void read_endpoint(const YAML::Node& node, const std::string& key, bool hosted, 
       fail(m.key("app_socket"),
            "needs a path of 1.." + std::to_string(kMaxAppSocketPath) + " characters");
   }
-  m.choice("ev_mode", {{"udp", wire::EvMode::kUdp}, {"stev", wire::EvMode::kStev}}, &e->ev_mode);
+  m.choice(
+      "ev_mode",
+      {{"udp", wire::EvMode::kUdp}, {"stev", wire::EvMode::kStev}, {"srv6", wire::EvMode::kSrv6}},
+      &e->ev_mode);
   const YAML::Node planes = m.list("planes");
   if (planes.size() == 0 || planes.size() > engine::kMaxPlanes)
     fail(m.key("planes"), "needs 1.." + std::to_string(engine::kMaxPlanes) + " planes");
@@ -92,8 +102,14 @@ void read_endpoint(const YAML::Node& node, const std::string& key, bool hosted, 
       if (pm.has("vlan_pcp") && p.vlan == 0) fail(pm.key("vlan_pcp"), "needs a vlan");
       pm.uint("vlan_pcp", 0, 7, &p.vlan_pcp);
     }
-    if (p.ip_version == wire::IpVersion::kV4 && e->ev_mode == wire::EvMode::kStev)
-      fail(pm.key("ip"), "IPv4 address with ev_mode stev (STEV needs IPv6)");
+    if (p.ip_version == wire::IpVersion::kV4 && e->ev_mode != wire::EvMode::kUdp)
+      fail(pm.key("ip"), std::string("IPv4 address with ev_mode ") +
+                             wire::ev_mode_name(e->ev_mode) + " (it needs IPv6)");
+    uint16_t node;
+    if (e->ev_mode == wire::EvMode::kSrv6 && !wire::usid_locator(p.ip, &node))
+      fail(pm.key("ip"), "'" + ip_text(p) +
+                             "' is not a uSID locator (ev_mode srv6): a 32-bit block, a node "
+                             "uSID other than 0, then zeros, like fcbb:bb00:1::");
     if (i > 0 && p.ip_version != e->planes[0].ip_version)
       fail(pm.key("ip"), "mixes IPv4 and IPv6 across the planes of one endpoint");
     pm.done();
@@ -182,6 +198,9 @@ void read_link(const YAML::Node& node, const std::string& key, Config* c) {
   }
   const EndpointSpec& a = c->endpoints[l.a];
   const EndpointSpec& b = c->endpoints[l.b];
+  if (a.ev_mode != b.ev_mode)
+    fail(m.key("endpoints"), "'" + b.name + "' has ev_mode " + wire::ev_mode_name(b.ev_mode) +
+                                 ", but '" + a.name + "' has " + wire::ev_mode_name(a.ev_mode));
   for (size_t p = 0; p < a.planes.size(); ++p)
     if (a.planes[p].vlan != b.planes[p].vlan)
       fail(index_key(b.key + ".planes", p) + ".vlan",
@@ -190,6 +209,7 @@ void read_link(const YAML::Node& node, const std::string& key, Config* c) {
                std::to_string(a.planes[p].vlan) + " (0: untagged)");
   m.uint("lcore", 0, kMaxLcoreId, &l.lcore);
   read_link_fabric(m, c->num_planes(), &l.fabric);
+  l.fabric.srv6 = a.ev_mode == wire::EvMode::kSrv6;
   m.done();
   c->links.push_back(l);
 }
@@ -201,10 +221,9 @@ void read_link(const YAML::Node& node, const std::string& key, Config* c) {
 void check_flow_ends(const Config& c, Map& m, const FlowSpec& f) {
   const EndpointSpec& from = c.endpoints[f.from];
   const EndpointSpec& to = c.endpoints[f.to];
-  const auto mode = [](wire::EvMode x) { return x == wire::EvMode::kStev ? "stev" : "udp"; };
   if (from.ev_mode != to.ev_mode)
-    fail(m.key("to"), "'" + to.name + "' has ev_mode " + mode(to.ev_mode) + ", but '" + from.name +
-                          "' has " + mode(from.ev_mode));
+    fail(m.key("to"), "'" + to.name + "' has ev_mode " + wire::ev_mode_name(to.ev_mode) +
+                          ", but '" + from.name + "' has " + wire::ev_mode_name(from.ev_mode));
   const struct {
     uint32_t self, other;
     const char* key;
@@ -253,6 +272,26 @@ void check_planes_agree(const Config& c) {
   }
 }
 
+// SRv6 paths are made in the sender's block and end at the receiver's
+// address, so the SRv6 endpoints of a plane share its block (one uSID
+// domain per plane).
+void check_srv6_blocks(const Config& c) {
+  const EndpointSpec* first = nullptr;
+  for (const EndpointSpec& e : c.endpoints) {
+    if (e.ev_mode != wire::EvMode::kSrv6) continue;
+    if (first == nullptr) first = &e;
+    for (size_t p = 0; p < c.num_planes(); ++p) {
+      if (std::memcmp(e.planes[p].ip, first->planes[p].ip, wire::kUsidBlockBytes) == 0) continue;
+      PlaneSpec block = first->planes[p];
+      std::memset(block.ip + wire::kUsidBlockBytes, 0, sizeof(block.ip) - wire::kUsidBlockBytes);
+      fail(index_key(e.key + ".planes", p) + ".ip",
+           "'" + ip_text(e.planes[p]) + "' is outside " + ip_text(block) +
+               "/32, the uSID block of '" + first->name +
+               "' on this plane (the SRv6 endpoints of a plane share one)");
+    }
+  }
+}
+
 // A packet's destination address names its receiver: no two endpoints
 // (hosted or peers) may share one on a plane.
 void check_addresses_unique(const Config& c) {
@@ -261,11 +300,8 @@ void check_addresses_unique(const Config& c) {
       for (size_t p = 0; p < c.num_planes(); ++p) {
         const PlaneSpec& a = c.endpoints[i].planes[p];
         if (std::memcmp(a.ip, c.endpoints[j].planes[p].ip, sizeof(a.ip)) != 0) continue;
-        char text[INET6_ADDRSTRLEN] = "";
-        inet_ntop(a.ip_version == wire::IpVersion::kV4 ? AF_INET : AF_INET6, a.ip, text,
-                  sizeof(text));
         fail(index_key(c.endpoints[i].key + ".planes", p) + ".ip",
-             "'" + std::string(text) + "' is also the address of '" + c.endpoints[j].name +
+             "'" + ip_text(a) + "' is also the address of '" + c.endpoints[j].name +
                  "' on this plane");
       }
 }
@@ -404,6 +440,7 @@ void read_root(const YAML::Node& root, Config* c) {
         fail(c->endpoints[i].key + ".name", "'" + c->endpoints[i].name + "' is used twice");
   check_planes_agree(*c);
   check_addresses_unique(*c);
+  check_srv6_blocks(*c);
 
   const YAML::Node evp = m.get("ev_profiles");
   if (evp && !evp.IsNull() && !evp.IsMap()) fail("ev_profiles", "must be a map of named profiles");
@@ -414,6 +451,9 @@ void read_root(const YAML::Node& root, Config* c) {
       c->ev_profiles.push_back(p);
     }
   if (c->ev_profiles.empty()) c->ev_profiles.push_back(EvProfileSpec{.name = "default"});
+  const bool srv6 =
+      std::any_of(c->endpoints.begin(), c->endpoints.end(),
+                  [](const EndpointSpec& e) { return e.ev_mode == wire::EvMode::kSrv6; });
   for (const EvProfileSpec& p : c->ev_profiles) {
     const std::string key = "ev_profiles." + p.name;
     const uint64_t evs = uint64_t{p.evs_per_plane} * c->num_planes();
@@ -424,6 +464,8 @@ void read_root(const YAML::Node& root, Config* c) {
     if (p.udp_port_base + evs > 65536)
       fail(key + ".udp_port_base",
            "leaves no room for " + std::to_string(evs) + " source ports below 65536");
+    if (p.udp_port_base == 0 && srv6)
+      fail(key + ".udp_port_base", "is 0, which ends a uSID list: SRv6 paths need 1..65535");
     if (p.min_active > evs)
       fail(key + ".min_active", std::to_string(p.min_active) + " is above the profile's " +
                                     std::to_string(evs) + " EVs");
@@ -480,18 +522,23 @@ int Config::link_of(uint32_t endpoint) const {
   return -1;
 }
 
-std::vector<engine::EvEntry> ev_entries(const EvProfileSpec& p, uint32_t num_planes,
-                                        wire::EvMode mode) {
+std::vector<engine::EvEntry> ev_entries(const EvProfileSpec& p, const EndpointSpec& me) {
   std::vector<engine::EvEntry> evs;
+  const auto num_planes = static_cast<uint32_t>(me.planes.size());
   for (uint32_t plane = 0; plane < num_planes; ++plane) {
     for (uint32_t n = 0; n < p.evs_per_plane; ++n) {
       engine::EvEntry e{};
-      const uint32_t port = p.udp_port_base + plane * p.evs_per_plane + n;
-      e.value.bytes[0] = static_cast<uint8_t>(port >> 8);
-      e.value.bytes[1] = static_cast<uint8_t>(port);
-      if (mode == wire::EvMode::kStev) {
-        e.value.bytes[2] = static_cast<uint8_t>(n >> 8);
-        e.value.bytes[3] = static_cast<uint8_t>(n);
+      const uint32_t path = p.udp_port_base + plane * p.evs_per_plane + n;
+      uint8_t* at = e.value.bytes;
+      if (me.ev_mode == wire::EvMode::kSrv6) {
+        std::memcpy(at, me.planes[plane].ip, wire::kUsidBlockBytes);
+        at += wire::kUsidBlockBytes;
+      }
+      at[0] = static_cast<uint8_t>(path >> 8);
+      at[1] = static_cast<uint8_t>(path);
+      if (me.ev_mode == wire::EvMode::kStev) {
+        at[2] = static_cast<uint8_t>(n >> 8);
+        at[3] = static_cast<uint8_t>(n);
       }
       e.plane = static_cast<uint8_t>(plane);
       evs.push_back(e);

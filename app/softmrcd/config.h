@@ -129,6 +129,7 @@ struct LinkFabricSpec {
   uint32_t delay_line_packets = 512;    // per plane and direction
   uint64_t seed = 1;                    // of the loss draws
   std::vector<LinkEvent> schedule;      // sorted by time
+  bool srv6 = false;                    // the planes are SRv6 uSID switches (emulator.h)
 };
 
 // Two hosted endpoints whose plane N ports are joined through the
@@ -196,11 +197,12 @@ struct Config {
   int link_of(uint32_t endpoint) const;
 };
 
-// The EVs of a QP with profile `p`: EV n of plane k rides in UDP source
-// port udp_port_base + k * evs_per_plane + n (STEV mode also puts n in the
-// flow label), listed plane by plane.
-std::vector<engine::EvEntry> ev_entries(const EvProfileSpec& p, uint32_t num_planes,
-                                        wire::EvMode mode);
+// The EVs of `me`'s QPs with profile `p`, listed plane by plane. EV n of
+// plane k is the path number udp_port_base + k * evs_per_plane + n: the
+// UDP source port (STEV mode also puts n in the flow label), or in SRv6
+// mode the one uSID of the path block:number:: in plane k's block (the
+// framer appends the destination, wire/usid.h).
+std::vector<engine::EvEntry> ev_entries(const EvProfileSpec& p, const EndpointSpec& me);
 
 // Frames each ring between a port lcore and its endpoint holds
 // (port_task.h): a few bursts, to ride out the two lcores' jitter. More

@@ -3,11 +3,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "softmrcd/control_server.h"
@@ -297,7 +299,7 @@ int ControlServer::attach_qp(uint32_t endpoint, uint32_t qpn, const std::string&
   const EvProfileSpec& base = cfg.ev_profiles[ev.declared ? ev.id - 1 : cfg.qp.ev_profile];
   Result r;
   if (ev.declared) {
-    out->evs = ev_entries(base, cfg.num_planes(), mode);
+    out->evs = ev_entries(base, cfg.endpoints[endpoint]);
   } else if (const control::FmtProfile* f = profiles_.fmt(ev.fmt_id);
              f == nullptr || f->mode != mode) {
     r = Result::error(Err::kInval, "EV profile " + std::to_string(ev.id) + "'s format is not " +
@@ -339,28 +341,39 @@ void ControlServer::detach_qp(uint32_t endpoint, uint32_t qpn) {
 }
 
 // The configuration's profiles, ONLINE from the start: format 1 is UDP
-// [16], format 2 STEV [16, 16]; EV profile n + 1 is ev_profiles' n-th, an
-// explicit array of the EVs every QP with it gets (configuration.md);
-// CC profile n + 1 is cc_profiles' n-th. The daemon's QPs attach to
-// qp.ev_profile and qp.cc_profile.
+// [16], format 2 STEV [16, 16], format 3 SRv6 [32, 16] (a block and one
+// path uSID); EV profile n + 1 is ev_profiles' n-th, an explicit array of
+// the EVs every QP with it gets (configuration.md); CC profile n + 1 is
+// cc_profiles' n-th. The daemon's QPs attach to qp.ev_profile and
+// qp.cc_profile.
 void ControlServer::declare_profiles() {
   const Config& cfg = d_.config();
-  (void)profiles_.declare_fmt(1, wire::EvMode::kUdp, {16});
-  (void)profiles_.declare_fmt(2, wire::EvMode::kStev, {16, 16});
+  struct Declared {
+    wire::EvMode mode;
+    std::vector<uint32_t> widths;
+  };
+  const Declared formats[] = {
+      {wire::EvMode::kUdp, {16}}, {wire::EvMode::kStev, {16, 16}}, {wire::EvMode::kSrv6, {32, 16}}};
+  for (uint32_t i = 0; i < std::size(formats); ++i)
+    (void)profiles_.declare_fmt(i + 1, formats[i].mode, formats[i].widths);
   const wire::EvMode mode = cfg.endpoints[0].ev_mode;
-  const wire::EvField whole{
-      .width = 16, .init_val = 0, .min_val = 0, .max_val = 0xffff, .mask = 0xffff};
+  const auto& fmt = *std::find_if(std::begin(formats), std::end(formats),
+                                  [&](const Declared& d) { return d.mode == mode; });
   for (uint32_t i = 0; i < cfg.ev_profiles.size(); ++i) {
     const EvProfileSpec& s = cfg.ev_profiles[i];
     control::EvProfile p;
     p.id = i + 1;
     p.name = s.name;
     p.mode = control::EvProfileMode::kExplicit;
-    p.fmt_id = mode == wire::EvMode::kStev ? 2 : 1;
-    p.fields.assign(mode == wire::EvMode::kStev ? 2 : 1, whole);
+    p.fmt_id = static_cast<uint64_t>(&fmt - formats) + 1;
+    for (uint32_t width : fmt.widths) {
+      const uint32_t all = width == 32 ? UINT32_MAX : (1u << width) - 1;
+      p.fields.push_back(
+          {.width = width, .init_val = 0, .min_val = 0, .max_val = all, .mask = all});
+    }
     p.min_active = s.min_active;
     p.event_mask = control::kEventAll;
-    for (const engine::EvEntry& e : ev_entries(s, cfg.num_planes(), mode)) {
+    for (const engine::EvEntry& e : ev_entries(s, cfg.endpoints[0])) {
       control::EvSlot slot;
       std::memcpy(slot.value.bytes, e.value.bytes, sizeof(slot.value.bytes));
       slot.port = static_cast<uint8_t>(e.plane + 1);

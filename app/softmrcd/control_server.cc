@@ -20,6 +20,7 @@
 
 #include "softmrcd/daemon.h"
 #include "softmrcd/report.h"
+#include "wire/usid.h"
 
 namespace softmrc::softmrcd {
 
@@ -329,10 +330,9 @@ void ControlServer::dev_show(Client& c) {
   Json fmts = Json::array();
   fmts.push("udp");
   fmts.push("stev");
+  fmts.push("srv6");
   o.set("ev_fmt_modes", std::move(fmts));
-  Json unsupported = Json::array();
-  unsupported.push("srv6");
-  o.set("ev_fmt_modes_unsupported", std::move(unsupported));
+  o.set("srv6_max_path_bits", wire::kSrv6PathMaxBits);
   Json modes = Json::array();
   modes.push("explicit");
   modes.push("generated");
@@ -455,7 +455,7 @@ void ControlServer::probe_start(Client& c, const Words& w, uint64_t now) {
   std::vector<uint32_t> evs;
   const wire::EvMode mode = cfg.endpoints[e->index()].ev_mode;
   const std::vector<engine::EvEntry> all =
-      ev_entries(cfg.ev_profiles[cfg.qp.ev_profile], e->num_planes(), mode);
+      ev_entries(cfg.ev_profiles[cfg.qp.ev_profile], cfg.endpoints[e->index()]);
   for (size_t i = 4; i < w.size(); i += 2) {
     const std::string& k = w[i];
     const std::string& v = w[i + 1];

@@ -7,6 +7,7 @@
 
 #include "wire/headers.h"
 #include "wire/packet.h"
+#include "wire/usid.h"
 
 namespace softmrc::softmrcd {
 
@@ -17,6 +18,7 @@ namespace {
 struct FrameInfo {
   uint32_t header_bytes = 0;  // through the MRC type header; 0: not an MRC frame
   uint32_t ev = 0;            // the UDP source port
+  uint32_t ipv6_dst = 0;      // offset of an IPv6 destination address; 0: none
   uint8_t dscp = 0;
   uint8_t ecn = 0;
   bool data = false;
@@ -46,6 +48,7 @@ FrameInfo peek(const uint8_t* p, uint32_t len) {
   } else if (type == kEtherTypeIpv6) {
     if (len < off + sizeof(Ipv6Hdr)) return f;
     const auto ip = load<Ipv6Hdr>(p + off);
+    f.ipv6_dst = off + offsetof(Ipv6Hdr, dst);
     const auto tclass = static_cast<uint8_t>(ip.version_tc_flow.get() >> 20);
     f.dscp = static_cast<uint8_t>(tclass >> 2);
     f.ecn = tclass & 3;
@@ -141,10 +144,13 @@ void EmulatedHop::admit_one(rte_mbuf* m, uint64_t now_ns) {
     return;
   }
   const FrameInfo f = peek(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
+  // An SRv6 plane routes on the destination's active uSID, the path.
+  uint8_t* usids =
+      cfg_.srv6 && f.ipv6_dst != 0 ? rte_pktmbuf_mtod_offset(m, uint8_t*, f.ipv6_dst) : nullptr;
   fabric::PacketMeta pm;
   pm.bytes = m->pkt_len;
   pm.header_bytes = f.header_bytes;
-  pm.ev = f.ev;
+  pm.ev = usids != nullptr ? wire::usid_at(usids, 0) : f.ev;
   pm.control = f.dscp == kDscp.control || f.dscp == kDscp.trimmed;
   pm.trimmable = f.data && f.dscp == kDscp.trimmable;
   pm.ecn_capable = f.ecn != wire::kEcnNotEct;
@@ -160,6 +166,10 @@ void EmulatedHop::admit_one(rte_mbuf* m, uint64_t now_ns) {
   }
   // The IP header is in the first segment: the framer builds it there.
   if (pm.ce) wire::mark_ce({rte_pktmbuf_mtod(m, uint8_t*), m->data_len});
+  // The plane's switches consume the path's uSIDs, one each, down to the
+  // destination's own.
+  if (usids != nullptr)
+    while (wire::usid_at(usids, 1) != 0) wire::usid_shift(usids);
   const uint32_t payload = f.data && !pm.trimmed && m->pkt_len > f.header_bytes + wire::kIcrcLen
                                ? m->pkt_len - f.header_bytes - wire::kIcrcLen
                                : 0;

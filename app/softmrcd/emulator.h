@@ -56,6 +56,9 @@ struct HopConfig {
   double loss = 0;                    // probability per packet, [0, 1]
   uint32_t delay_line_packets = 512;  // frames held (queued or on the wire) at most
   uint64_t seed = 1;                  // of the loss draws
+  // SRv6 uSID switches (wire/usid.h): a packet's EV is the active uSID of
+  // its IPv6 destination, which the plane shifts down to the destination.
+  bool srv6 = false;
 };
 
 struct HopCounters {

@@ -186,8 +186,7 @@ bool EndpointTask::create_qp(uint32_t* qpn, std::string* err) {
 bool EndpointTask::connect(uint32_t qpn, uint32_t peer, uint32_t dest_qpn, std::string* err) {
   const Config& c = *cfg_;
   const EvProfileSpec& evp = c.ev_profiles[c.qp.ev_profile];
-  const std::vector<engine::EvEntry> evs =
-      ev_entries(evp, num_planes(), c.endpoints[index_].ev_mode);
+  const std::vector<engine::EvEntry> evs = ev_entries(evp, c.endpoints[index_]);
   engine::QpAttr a;
   a.evs = evs;
   a.ev_config.min_active = evp.min_active;

@@ -149,6 +149,7 @@ bool Link::init(const HopEnd (&rx)[2][engine::kMaxPlanes],
       hc.loss = spec_.planes[p].loss;
       hc.delay_line_packets = spec_.delay_line_packets;
       hc.seed = fabric::mix64(spec_.seed ^ (uint64_t{index_} << 32 | p << 1 | dir));
+      hc.srv6 = spec_.srv6;
       if (const char* why = hops_[p * 2 + dir].emu.init(hc)) {
         *err = std::string(".planes: ") + why;
         return false;

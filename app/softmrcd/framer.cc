@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "wire/usid.h"
+
 namespace softmrc::softmrcd {
 
 namespace {
@@ -46,6 +48,7 @@ bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacA
   frames_.assign(size_t{num_peers_} * num_planes_, wire::FrameSpec{});
   has_frame_.assign(frames_.size(), 0);
   peer_ip_.assign(frames_.size(), {});
+  dest_usid_.assign(frames_.size(), 0);
   own_ip_.assign(num_planes_, {});
   own_vlan_.assign(num_planes_, 0);
   for (uint32_t plane = 0; plane < num_planes_; ++plane) {
@@ -57,6 +60,8 @@ bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacA
     for (uint32_t plane = 0; plane < num_planes_; ++plane) {
       const size_t i = size_t{peer} * num_planes_ + plane;
       std::memcpy(peer_ip_[i].data(), other.planes[plane].ip, ip_len);
+      if (me.ev_mode == wire::EvMode::kSrv6)
+        (void)wire::usid_locator(other.planes[plane].ip, &dest_usid_[i]);  // checked by the config
       if (peer == self || !other.planes[plane].has_mac) continue;
       wire::FrameSpec& f = frames_[i];
       f.src_mac = macs[plane];
@@ -70,8 +75,7 @@ bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacA
       has_frame_[i] = 1;
     }
   }
-  const std::vector<engine::EvEntry> evs =
-      ev_entries(cfg.ev_profiles[cfg.qp.ev_profile], num_planes_, me.ev_mode);
+  const std::vector<engine::EvEntry> evs = ev_entries(cfg.ev_profiles[cfg.qp.ev_profile], me);
   default_ev_.assign(num_planes_, wire::WireEv{});
   for (auto it = evs.rbegin(); it != evs.rend(); ++it) default_ev_[it->plane] = it->value;
   if (extbuf_ && attach_pool_ == nullptr) {
@@ -159,18 +163,28 @@ void Framer::frame(const engine::TxPacket* tx, size_t n, rte_mbuf** out, bool* e
       }
       // A QP's packet names its EV; a connectionless one may (a controller's
       // EV probe) or not (all zero: the plane's default path).
-      const wire::WireEv& ev =
-          p.ev != engine::kNoEv || names_path(*p.wire_ev) ? *p.wire_ev : default_ev_[p.plane];
+      const wire::WireEv* ev =
+          p.ev != engine::kNoEv || names_path(*p.wire_ev) ? p.wire_ev : &default_ev_[p.plane];
+      // An SRv6 EV is a path: the destination's own uSID ends it.
+      wire::WireEv routed;
+      if (ev_mode_ == wire::EvMode::kSrv6) {
+        routed = *ev;
+        if (!wire::usid_append(routed.bytes, dest_usid_[size_t{p.peer} * num_planes_ + p.plane])) {
+          ++drops->other[size_t(Drop::kTxBuild)];
+          continue;
+        }
+        ev = &routed;
+      }
       const wire::TxMarking mark = p.is_data ? wire::TxMarking{dscp.trimmable, wire::kEcnEct0}
                                              : wire::TxMarking{dscp.control, wire::kEcnNotEct};
       if (extbuf_ && p.payload_len > 0) {
         if (const ExtRegion* r = find_region(p.payload, p.payload_len)) {
           extbuf[i] = true;
-          out[i] = frame_extbuf(*f, ev, mark, p, *r, drops);
+          out[i] = frame_extbuf(*f, *ev, mark, p, *r, drops);
           continue;
         }
       }
-      out[i] = frame_headers(*f, ev, mark, p, &hlen[i - done], drops);
+      out[i] = frame_headers(*f, *ev, mark, p, &hlen[i - done], drops);
     }
     // The payloads and ICRCs, now that the headers have reached the cache.
     for (size_t i = done; i < done + burst; ++i) {

@@ -1,6 +1,7 @@
 // The framer: everything about addresses. It holds one wire::FrameSpec per
 // (peer, plane), built from the configuration (a plane's VLAN tag
-// included), and turns the engine's TxPackets into mbufs; on receive it
+// included), and turns the engine's TxPackets into mbufs (in SRv6 mode
+// appending the destination's node uSID to the EV's path); on receive it
 // checks that a packet is addressed to the plane's VLAN and IP and names
 // the peer that sent a connectionless probe.
 //
@@ -96,6 +97,7 @@ class Framer {
   std::vector<std::array<uint8_t, 16>> own_ip_;   // per plane
   std::vector<uint16_t> own_vlan_;                // per plane, 0: untagged
   std::vector<std::array<uint8_t, 16>> peer_ip_;  // [peer * num_planes_ + plane]
+  std::vector<uint16_t> dest_usid_;  // [peer * num_planes_ + plane], SRv6 mode: the node uSID
   wire::ParseConfig parse_cfg_;
   wire::EvMode ev_mode_ = wire::EvMode::kUdp;
   rte_mempool* pool_ = nullptr;

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <functional>
 
+#include "wire/usid.h"
+
 namespace softmrc::control {
 
 namespace {
@@ -252,9 +254,12 @@ Result Registry::modify_fmt(uint64_t id, const FmtChange& c) {
   if (to == ProfileState::kOnline && p.state != ProfileState::kOnline) {
     if (p.widths.empty())
       return Result::error(Err::kInval, pid("format", id) + " cannot go ONLINE without fields");
-    if (*p.mode == wire::EvMode::kSrv6 && !limits_.srv6_framing)
-      return Result::error(
-          Err::kNotSup, pid("format", id) + ": softmrcd cannot frame SRv6 EVs yet (udp or stev)");
+    // The sender appends the destination's uSID, and sends no SRH.
+    if (*p.mode == wire::EvMode::kSrv6 && sum(p.widths) > wire::kSrv6PathMaxBits)
+      return Result::error(Err::kNotSup, pid("format", id) + ": " + std::to_string(sum(p.widths)) +
+                                             " bits; softmrcd frames SRv6 paths of at most " +
+                                             std::to_string(wire::kSrv6PathMaxBits) +
+                                             " (the destination's uSID ends the address; no SRH)");
   }
   p.state = to;
   fmts_[id] = p;

@@ -65,8 +65,7 @@ struct DeviceLimits {
   uint32_t max_cc_profiles = 64;
   uint32_t max_evs_per_profile = engine::kMaxEvsPerQp;
   uint32_t ev_width_bits = wire::kEvValueBits;
-  uint32_t num_ports = 1;     // ports are 1..num_ports (port N is plane N - 1)
-  bool srv6_framing = false;  // softmrcd cannot frame SRv6 yet
+  uint32_t num_ports = 1;  // ports are 1..num_ports (port N is plane N - 1)
 };
 
 struct FmtProfile {

@@ -89,8 +89,8 @@ def case_commands(args):
     d, ctl = start(args, 'commands')
     try:
         dev = ctl.ok('dev', 'show')
-        check(dev['ports'] == 2 and dev['port_mask'] == 6 and dev['ev_fmt_modes'] == ['udp', 'stev']
-              and 'nscc' in dev['cc_algorithms'] and dev['endpoints'] == ['a', 'b'], f'dev {dev}')
+        check(dev['ports'] == 2 and dev['port_mask'] == 6
+              and dev['ev_fmt_modes'] == ['udp', 'stev', 'srv6'] and 'nscc' in dev['cc_algorithms'] and dev['endpoints'] == ['a', 'b'], f'dev {dev}')
         ports = {r['name']: r for r in ctl.ok('port', 'show')}
         check(set(ports) == {'a/0', 'a/1', 'b/0', 'b/1'} and ports['a/0']['in_use'] == 1, f'{ports}')
         stats = ctl.ok('stats')
@@ -214,8 +214,11 @@ def case_profiles(args):
         ctl.refused('EINVAL', 'INIT -> ONLINE is not a move', *p, 'fmt', 'set', '10', 'state', 'online')
         ctl.refused('EINVAL', 'cannot go OFFLINE without a mode', *p, 'fmt', 'set', '10', 'state',
                     'offline')
-        ctl.ok(*p, 'fmt', 'set', '10', 'mode', 'srv6', 'widths', '32,16,16,16,16', 'state', 'offline')
-        ctl.refused('ENOTSUP', 'cannot frame SRv6', *p, 'fmt', 'set', '10', 'state', 'online')
+        ctl.ok(*p, 'fmt', 'set', '10', 'mode', 'srv6', 'widths', '32,16,16,16,16,16,16', 'state',
+               'offline')
+        ctl.refused('ENOTSUP', 'frames SRv6 paths of at most 112', *p, 'fmt', 'set', '10', 'state',
+                    'online')
+        ctl.ok(*p, 'fmt', 'set', '10', 'widths', '32,16,16,16,16', 'state', 'online')
         ctl.ok(*p, 'fmt', 'create', '11')
         ctl.refused('E2BIG', 'format_too_wide_for_mode', *p, 'fmt', 'set', '11', 'mode', 'udp',
                     'widths', '16,8', 'state', 'offline')
@@ -276,7 +279,7 @@ def case_profiles(args):
             doc = f.read()
         for text in ('EINVAL', 'EBUSY', 'ENOENT', 'E2BIG', 'ENOTSUP', 'EEXIST', 'ENOSPC', 'EPERM',
                      'is not a move', 'cannot go OFFLINE without', 'is unpopulated',
-                     'declared in the configuration file', 'cannot frame SRv6'):
+                     'declared in the configuration file', 'frames SRv6 paths of at most 112'):
             check(text in doc, f'docs/controller.md does not mention {text!r}')
         stop(d)
     finally:
@@ -335,12 +338,12 @@ def case_state_file(args):
     finally:
         d.kill()
     with open(state, 'w') as f:
-        f.write('{"profiles": {"fmt_profiles": [{"id": 3, "state": "ONLINE"}], '
+        f.write('{"profiles": {"fmt_profiles": [{"id": 4, "state": "ONLINE"}], '
                 '"ev_profiles": [], "cc_profiles": []}, "ports": []}')
     cfg = two_endpoints(control_state_file=state)
     cfg['control_socket'] = os.path.join(args.workdir, 'ctl.sock')
     code, out, err = Daemon(args, 'ctl_state_bad', cfg).run(timeout=30)
-    want = f'control_state_file: {state}: EINVAL: format profile 3 cannot go OFFLINE without a mode'
+    want = f'control_state_file: {state}: EINVAL: format profile 4 cannot go OFFLINE without a mode'
     check(code == 2 and want in err, f'bad state file: exit {code}, stderr {err!r}')
 
 

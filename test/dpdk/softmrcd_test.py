@@ -285,8 +285,13 @@ def case_vlan(args):
         e['planes'][0].update(vlan=10, vlan_pcp=3)
         e['planes'][1].update(vlan=4094)
     cfg['traffic'][0]['duration_ms'] = 800
-    d = Daemon(args, 'vlan', cfg)
-    code, out, err = d.run()
+    run_without_drops(args, 'vlan', cfg)
+
+
+def run_without_drops(args, name, cfg):
+    """Runs cfg (endpoints a and b, a flow a -> b) to the end: every message
+    verified, and both ends took every frame they received. The output."""
+    code, out, err = Daemon(args, name, cfg).run()
     both = out + err
     check(code == 0 and 'softmrcd: PASS' in out, f'exit status {code}', both)
     s = summary_counts(out)
@@ -294,6 +299,31 @@ def case_vlan(args):
     ends = re.findall(r'softmrcd: ([ab]): sent \d+ packets .*received (\d+), dropped (\d+)', out)
     check(sorted(e[0] for e in ends) == ['a', 'b'], 'no end-of-run counts for a and b', both)
     check(all(int(e[1]) > 0 and e[2] == '0' for e in ends), f'frames dropped: {ends}', both)
+    return both
+
+
+def case_srv6(args):
+    """SRv6 EV mode: each EV is a uSID path in the plane's block, the
+    emulated plane's switches route on it and shift it away, so frames
+    arrive addressed to the receiver (rewritten destinations, ICRC intact).
+    Blackholing one path (uSID 0xc001) takes that EV out of a's QPs."""
+    cfg = two_endpoints()
+    for e in cfg['endpoints']:
+        e['ev_mode'] = 'srv6'
+        side = {'a': 0xa, 'b': 0xb}[e['name']]
+        for p, pl in enumerate(e['planes']):
+            pl['ip'] = f'fcbb:bb0{p}:{side:x}::'
+    cfg['links'][0].update(rate_gbps=10, buffer_kib=32, schedule=[
+        {'at_ms': 0, 'plane': 0, 'blackhole': True, 'evs': [0xc001], 'direction': 'a_to_b'}])
+    cfg['traffic'][0]['duration_ms'] = 800
+    both = run_without_drops(args, 'srv6', cfg)
+    link = re.search(r'link 0: delivered \d+ packets .* trimmed (\d+), .*\(ev_blackhole (\d+)\)',
+                     both)
+    check(link is not None and int(link[1]) > 0 and int(link[2]) > 0,
+          'no trims, or nothing sent on the blackholed path', both)
+    last = re.findall(r'a\[.* evs (\d+)/(\d+)\] b\[.* evs (\d+)/(\d+)\]', both)
+    check(last and last[-1] == ('14', '16', '16', '16'),
+          f"path 0xc001 is not out of both of a's QPs (and only it): {last[-1:]}", both)
 
 
 class HugePages:
@@ -732,8 +762,32 @@ BAD_CONFIGS = [
      "'<value>' is not an IPv4 or IPv6 address"),
     ('stev_ipv4', lambda c: c['endpoints'][0].update(
         ev_mode='stev', planes=[{'mac': '02:00:00:00:0a:00', 'ip': '10.0.0.1'}] * 2),
-     'endpoints[0].planes[0].ip: IPv4 address with ev_mode stev (STEV needs IPv6)',
-     'IPv4 address with ev_mode stev (STEV needs IPv6)'),
+     'endpoints[0].planes[0].ip: IPv4 address with ev_mode stev (it needs IPv6)',
+     'IPv4 address with ev_mode <mode> (it needs IPv6)'),
+    ('srv6_ipv4', lambda c: c['endpoints'][0].update(
+        ev_mode='srv6', planes=[{'mac': '02:00:00:00:0a:00', 'ip': '10.0.0.1'}] * 2),
+     'endpoints[0].planes[0].ip: IPv4 address with ev_mode srv6 (it needs IPv6)',
+     'IPv4 address with ev_mode <mode> (it needs IPv6)'),
+    ('srv6_not_a_locator', lambda c: c['endpoints'][0].update(ev_mode='srv6'),
+     "endpoints[0].planes[0].ip: 'fd00::a' is not a uSID locator (ev_mode srv6): a 32-bit block, "
+     "a node uSID other than 0, then zeros, like fcbb:bb00:1::",
+     "'<address>' is not a uSID locator (ev_mode srv6): a 32-bit block, a node uSID other than 0, "
+     "then zeros, like fcbb:bb00:1::"),
+    ('srv6_blocks', lambda c: [e.update(ev_mode='srv6', planes=[
+        {'mac': f'02:00:00:00:0{n}:0{p}', 'ip': f'fcbb:bb0{p + (n == 1 and p == 1) * 8}:{n + 1}::'}
+        for p in range(2)]) for n, e in enumerate(c['endpoints'])],
+     "endpoints[1].planes[1].ip: 'fcbb:bb09:2::' is outside fcbb:bb01::/32, the uSID block of 'a' "
+     "on this plane (the SRv6 endpoints of a plane share one)",
+     "'<address>' is outside <block>/32, the uSID block of '<name>' on this plane (the SRv6 "
+     "endpoints of a plane share one)"),
+    ('srv6_path_zero', lambda c: [c['endpoints'][0].update(ev_mode='srv6', planes=[
+        {'mac': f'02:00:00:00:0a:0{p}', 'ip': f'fcbb:bb0{p}:a::'} for p in range(2)]),
+        c.pop('traffic'), c.pop('links'), c['ev_profiles']['default'].update(udp_port_base=0)],
+     'ev_profiles.default.udp_port_base: is 0, which ends a uSID list: SRv6 paths need 1..65535',
+     'is 0, which ends a uSID list: SRv6 paths need 1..65535'),
+    ('link_ev_modes', lambda c: c['endpoints'][1].update(ev_mode='stev'),
+     "links[0].endpoints: 'b' has ev_mode stev, but 'a' has udp",
+     "'<name>' has ev_mode <mode>, but '<name>' has <mode>"),
     ('vlan_range', lambda c: c['endpoints'][0]['planes'][0].update(vlan=4095),
      'endpoints[0].planes[0].vlan: 4095 is out of range 1..4094', '<n> is out of range <lo>..<hi>'),
     ('vlan_pcp_alone', lambda c: c['endpoints'][0]['planes'][1].update(vlan_pcp=3),

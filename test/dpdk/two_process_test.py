@@ -16,6 +16,11 @@ the shared EAL config that memif needs), and checks what both say.
                   telemetry; every byte verified, all three exit 0, and
                   the fabric's own
                   summary shows the losses, trims and link-down drops
+  fabric_srv6     a and b as memif clients of smrc-fabric, 2 planes, in
+                  SRv6 mode (the fabric's link ev_mode srv6, so its
+                  planes route on and shift the uSID path), one path
+                  blackholed one way: nothing dropped at either end, every
+                  byte verified
   fabric_bad_config  smrc-fabric's bad files and command lines get the
                   messages docs/configuration.md lists, exit 2
   tap_plane_down  a and b in two network namespaces, each plane a net_tap
@@ -47,23 +52,30 @@ from softmrcd_test import (Daemon, Failure, Skip, Telemetry, check, plane,  # no
 LCORES = {'a': '0@1,1@0', 'b': '0@0,1@1', 'fabric': '0@0,1@1'}
 
 
-def config(me, ports, traffic):
+def srv6_plane(ep, p):
+    """Plane p's address as a uSID locator: block fcbb:bb0<p>, node uSID a or b."""
+    return dict(plane(ep, p), ip=f'fcbb:bb0{p:x}:{ep}::')
+
+
+def config(me, ports, traffic, srv6=False):
     """One hosted endpoint `me` on `ports` (one per plane), the other a peer."""
     other = 'b' if me == 'a' else 'a'
     planes = len(ports)
+    addr = srv6_plane if srv6 else plane
+    mode = {'ev_mode': 'srv6'} if srv6 else {}
     return {
         'path_mtu': 1024,  # memif and tap frames are at most 1518 bytes
         'stats': {'snapshot_ms': 20, 'log_interval_ms': 250},
         'ev_profiles': {'default': {'evs_per_plane': 4, 'min_active': 2}},
-        'endpoints': [{'name': me, 'planes': [dict(port=ports[p], **plane(me, p))
-                                              for p in range(planes)]}],
-        'peers': [{'name': other, 'planes': [plane(other, p) for p in range(planes)]}],
+        'endpoints': [dict(name=me, planes=[dict(port=ports[p], **addr(me, p))
+                                            for p in range(planes)], **mode)],
+        'peers': [dict(name=other, planes=[addr(other, p) for p in range(planes)], **mode)],
         'traffic': traffic,
     }
 
 
-def daemon(args, case, me, ports, traffic, netns=None):
-    d = Daemon(args, f'2p_{case}_{me}', config(me, ports, traffic))
+def daemon(args, case, me, ports, traffic, netns=None, srv6=False):
+    d = Daemon(args, f'2p_{case}_{me}', config(me, ports, traffic, srv6))
     i = d.cmd.index('-l')
     d.cmd[i:i + 2] = ['--lcores', LCORES[me]]
     if netns:
@@ -217,40 +229,63 @@ def fabric_summary(output):
     return hops
 
 
-def case_fabric_memif(args):
-    planes = 3
-    socks = {e: [os.path.join(args.workdir, f'fabric-{e}{p}.sock') for p in range(planes)]
+def through_fabric(args, name, planes, link, traffic, srv6=False, during=None):
+    """a and b as memif clients of smrc-fabric's `link` (its ports added),
+    running `traffic`; during(f), if given, while they run. Returns the
+    fabric and both daemons, their exit statuses, and all the output."""
+    socks = {e: [os.path.join(args.workdir, f'{name}-{e}{p}.sock') for p in range(planes)]
              for e in ('a', 'b')}
     for s in socks['a'] + socks['b']:
         if os.path.exists(s):
             os.unlink(s)
-    down_at_ms, down_for_ms = 1500, 500
     cfg = {
         'path_mtu': 1024,
         'stats': {'snapshot_ms': 20, 'log_interval_ms': 250},
-        'links': [{
-            'a': [memif_port(p, 'server', socks['a'][p]) for p in range(planes)],
-            'b': [memif_port(planes + p, 'server', socks['b'][p]) for p in range(planes)],
-            'rate_gbps': 1, 'delay_us': 20, 'buffer_kib': 256, 'ecn_kib': 64,
-            'planes': [{'plane': 0, 'loss': 0.01},
-                       {'plane': 1, 'rate_gbps': 0.1, 'buffer_kib': 8, 'ecn_kib': 4}],
-            'schedule': [{'at_ms': down_at_ms, 'plane': 2, 'state': 'down',
-                          'for_ms': down_for_ms}],
-        }],
+        'links': [dict(a=[memif_port(p, 'server', socks['a'][p]) for p in range(planes)],
+                       b=[memif_port(planes + p, 'server', socks['b'][p]) for p in range(planes)],
+                       **link)],
+    }
+    f = fabric(args, f'2p_{name}_f', cfg).start(['--duration-ms', '20000'])
+    a = b = None
+    try:
+        wait_for('the fabric\'s memif sockets', lambda: f._read(0.05) and all(
+            map(os.path.exists, socks['a'] + socks['b'])), timeout=10, output=f.output())
+        ports = {e: [memif_port(p, 'client', socks[e][p]) for p in range(planes)]
+                 for e in ('a', 'b')}
+        a = daemon(args, name, 'a', ports['a'], traffic, srv6=srv6).start()
+        b = daemon(args, name, 'b', ports['b'], traffic, srv6=srv6).start()
+        if during:
+            during(f)
+        code_a, code_b = wait_both(a, b)
+        f.proc.send_signal(signal.SIGTERM)
+        code_f = f.wait(10)
+    except Failure as e:
+        raise Failure(str(e) + '\n--- fabric ---\n' + f.output() + '\n' +
+                      (final_output(a, b) if a else '')) from None
+    finally:
+        for d in (f, a, b):
+            if d:
+                d.kill()
+    out = both_output(a, b) + '\n--- fabric ---\n' + f.output()
+    check(code_f == 0, f'fabric exit status {code_f}', out)
+    return f, a, b, code_a, code_b, out
+
+
+def case_fabric_memif(args):
+    planes = 3
+    down_at_ms, down_for_ms = 1500, 500
+    link = {
+        'rate_gbps': 1, 'delay_us': 20, 'buffer_kib': 256, 'ecn_kib': 64,
+        'planes': [{'plane': 0, 'loss': 0.01},
+                   {'plane': 1, 'rate_gbps': 0.1, 'buffer_kib': 8, 'ecn_kib': 4}],
+        'schedule': [{'at_ms': down_at_ms, 'plane': 2, 'state': 'down', 'for_ms': down_for_ms}],
     }
     # Counted from the probe answer, which comes a moment after the fabric
     # started: the plane goes down and up while the flow runs.
     traffic = [{'from': 'a', 'to': 'b', 'qps': 2, 'op': 'wimm', 'size': 16384, 'window': 8,
                 'duration_ms': 2500}]
-    f = fabric(args, '2p_fabric_f', cfg).start(['--duration-ms', '20000'])
-    a = b = None
-    try:
-        wait_for('the fabric\'s memif sockets', lambda: f._read(0.05) and all(
-            map(os.path.exists, socks['a'] + socks['b'])), timeout=10, output=f.output())
-        a = daemon(args, 'fabric', 'a', [memif_port(p, 'client', socks['a'][p])
-                                          for p in range(planes)], traffic).start()
-        b = daemon(args, 'fabric', 'b', [memif_port(p, 'client', socks['b'][p])
-                                          for p in range(planes)], traffic).start()
+
+    def during(f):
         # The fabric's telemetry: every plane carries frames both ways.
         t = Telemetry(telemetry_socket(f.prefix), ready='/softmrc/links')
         wait_for('frames both ways on every plane', lambda: all(
@@ -278,18 +313,9 @@ def case_fabric_memif(args):
         p2 = poll_row('plane 2 up again', t, '/softmrc/links', 'link0/2', lambda r: r['up'] == 1)
         check(p2['a_to_b_drop_link_down'] > 0, f'plane 2 dropped nothing while down: {p2}',
               f.output())
-        code_a, code_b = wait_both(a, b)
-        f.proc.send_signal(signal.SIGTERM)
-        code_f = f.wait(10)
-    except Failure as e:
-        raise Failure(str(e) + '\n--- fabric ---\n' + f.output() + '\n' +
-                      (final_output(a, b) if a else '')) from None
-    finally:
-        for d in (f, a, b):
-            if d:
-                d.kill()
-    out = both_output(a, b) + '\n--- fabric ---\n' + f.output()
-    check(code_f == 0, f'fabric exit status {code_f}', out)
+
+    f, a, b, code_a, code_b, out = through_fabric(args, 'fabric', planes, link, traffic,
+                                                  during=during)
     check(re.search(r'^smrc-fabric: t=[\d.]+s link 0 plane 0 blackhole on \(a_to_b\)$',
                     f.output(), re.M), 'the fabric did not log the blackhole', out)
     check_done(a, b, code_a, code_b)
@@ -306,6 +332,27 @@ def case_fabric_memif(args):
     for line in f.output().splitlines():
         if re.match(r'smrc-fabric: (link|t=[\d.]+s link 0 plane|stopped)', line):
             print(f'fabric: {line}')
+
+
+def case_fabric_srv6(args):
+    """a and b in SRv6 mode through smrc-fabric, whose link says so: its
+    planes route on the destination's active uSID and shift it away, so
+    both ends take every frame (nothing dropped) and every byte verifies."""
+    link = {'ev_mode': 'srv6', 'rate_gbps': 1, 'buffer_kib': 64,
+            'schedule': [{'at_ms': 0, 'plane': 1, 'blackhole': True, 'evs': [0xc004],
+                          'direction': 'a_to_b'}]}
+    traffic = [{'from': 'a', 'to': 'b', 'qps': 1, 'op': 'wimm', 'size': 16384, 'window': 8,
+                'duration_ms': 1200}]
+    f, a, b, code_a, code_b, out = through_fabric(args, 'srv6', 2, link, traffic, srv6=True)
+    check_done(a, b, code_a, code_b)
+    for d in (a, b):
+        ends = re.findall(r'softmrcd: [ab]: sent \d+ packets .*received (\d+), dropped (\d+)',
+                          d.output())
+        check(len(ends) == 1 and int(ends[0][0]) > 0 and ends[0][1] == '0',
+              f'frames not taken as addressed to their receiver: {ends}', out)
+    hops = fabric_summary(f.output())
+    check(hops[(1, 'a_to_b')].get('ev_blackhole', 0) > 0,
+          f'nothing on path uSID 0xc004 was dropped: {hops}', out)
 
 
 def good_fabric_config(planes=3):

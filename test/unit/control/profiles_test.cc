@@ -90,15 +90,26 @@ TEST_F(ProfilesTest, FormatRefusedMoves) {
   EXPECT_EQ(r.create_fmt(2, &id).code, Err::kExist);
 }
 
-TEST_F(ProfilesTest, Srv6FormatIsValidButNotSupported) {
-  uint64_t id = 0;
-  ASSERT_TRUE(r.create_fmt(0, &id).ok());
-  ASSERT_TRUE(r.modify_fmt(id, {wire::EvMode::kSrv6, std::vector<uint32_t>{32, 16, 16, 16, 16},
-                                ProfileState::kOffline})
+// softmrcd appends the destination's uSID to an SRv6 path and sends no
+// SRH, so a path leaves the address's last 16 bits free.
+TEST_F(ProfilesTest, Srv6FormatGoesOnlineIfTheDestinationStillFits) {
+  uint64_t fits = 0, wide = 0;
+  ASSERT_TRUE(r.create_fmt(0, &fits).ok());
+  ASSERT_TRUE(r.modify_fmt(fits, {wire::EvMode::kSrv6, std::vector<uint32_t>{32, 16, 16, 16, 16},
+                                  ProfileState::kOffline})
                   .ok());
-  const Result res = r.modify_fmt(id, {{}, {}, ProfileState::kOnline});
+  EXPECT_TRUE(r.modify_fmt(fits, {{}, {}, ProfileState::kOnline}).ok());
+  ASSERT_TRUE(r.create_fmt(0, &wide).ok());
+  ASSERT_TRUE(
+      r.modify_fmt(wide, {wire::EvMode::kSrv6, std::vector<uint32_t>{32, 16, 16, 16, 16, 16, 16},
+                          ProfileState::kOffline})
+          .ok());  // valid: 128 bits fit the address
+  const Result res = r.modify_fmt(wide, {{}, {}, ProfileState::kOnline});
   EXPECT_EQ(res.code, Err::kNotSup);
-  EXPECT_NE(res.message.find("SRv6"), std::string::npos);
+  EXPECT_NE(res.message.find("at most 112"), std::string::npos) << res.message;
+  ASSERT_TRUE(
+      r.modify_fmt(wide, {{}, std::vector<uint32_t>{32, 16, 16, 16, 16, 16}, ProfileState::kOnline})
+          .ok());  // 112 bits: the last uSID is the destination's
 }
 
 TEST_F(ProfilesTest, FormatBusyWhileAnOnlineEvProfileUsesIt) {
