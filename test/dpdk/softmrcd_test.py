@@ -288,10 +288,14 @@ def case_vlan(args):
     run_without_drops(args, 'vlan', cfg)
 
 
-def run_without_drops(args, name, cfg):
-    """Runs cfg (endpoints a and b, a flow a -> b) to the end: every message
-    verified, and both ends took every frame they received. The output."""
-    code, out, err = Daemon(args, name, cfg).run()
+def run_without_drops(args, name, cfg=None, config_file=None):
+    """Runs cfg, or the file config_file (endpoints a and b, a flow a -> b),
+    to the end: every message verified, and both ends took every frame they
+    received. The output."""
+    d = Daemon(args, name, cfg)
+    if config_file:
+        d.cmd[d.cmd.index(d.cfg_path)] = config_file
+    code, out, err = d.run()
     both = out + err
     check(code == 0 and 'softmrcd: PASS' in out, f'exit status {code}', both)
     s = summary_counts(out)
@@ -303,20 +307,13 @@ def run_without_drops(args, name, cfg):
 
 
 def case_srv6(args):
-    """SRv6 EV mode: each EV is a uSID path in the plane's block, the
-    emulated plane's switches route on it and shift it away, so frames
-    arrive addressed to the receiver (rewritten destinations, ICRC intact).
-    Blackholing one path (uSID 0xc001) takes that EV out of a's QPs."""
-    cfg = two_endpoints()
-    for e in cfg['endpoints']:
-        e['ev_mode'] = 'srv6'
-        side = {'a': 0xa, 'b': 0xb}[e['name']]
-        for p, pl in enumerate(e['planes']):
-            pl['ip'] = f'fcbb:bb0{p}:{side:x}::'
-    cfg['links'][0].update(rate_gbps=10, buffer_kib=32, schedule=[
-        {'at_ms': 0, 'plane': 0, 'blackhole': True, 'evs': [0xc001], 'direction': 'a_to_b'}])
-    cfg['traffic'][0]['duration_ms'] = 800
-    both = run_without_drops(args, 'srv6', cfg)
+    """config/softmrcd/srv6.yaml, the SRv6 example: each EV is a uSID path in
+    the plane's block, the emulated plane's switches route on it and shift
+    it away, so frames arrive addressed to the receiver (rewritten
+    destinations, ICRC intact). Blackholing one path (uSID 0xc001) takes
+    that EV out of a's QPs."""
+    example = os.path.join(args.docs, '..', 'config', 'softmrcd', 'srv6.yaml')
+    both = run_without_drops(args, 'srv6', config_file=example)
     link = re.search(r'link 0: delivered \d+ packets .* trimmed (\d+), .*\(ev_blackhole (\d+)\)',
                      both)
     check(link is not None and int(link[1]) > 0 and int(link[2]) > 0,
