@@ -43,6 +43,13 @@ constexpr uint32_t kEventRing = 1024;
 constexpr int kMaxClients = 256;
 constexpr uint64_t kReapIntervalNs = 10'000'000;  // retired regions: checked every 10 ms
 
+// A work request the QP cannot take: flushed once the QP is in error (or
+// gone), refused in any other state.
+WcStatus refused_status(const engine::Qp* eq) {
+  return eq == nullptr || eq->state() == engine::QpState::kError ? WcStatus::kWrFlushErr
+                                                                 : WcStatus::kLocQpOpErr;
+}
+
 WcStatus wc_status(engine::WcStatus s) {
   switch (s) {
     case engine::WcStatus::kSuccess:
@@ -191,24 +198,19 @@ void AppStage::post_recv(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const Wor
     return;
   }
   if (ep.post_recv(qpn, engine::RecvRequest{w.wr_id}).ok()) return;
-  const engine::Qp* eq = ep.qp(qpn);
-  const bool error = eq == nullptr || eq->state() == engine::QpState::kError;
-  error_cqe(q, qpn, w, error ? WcStatus::kWrFlushErr : WcStatus::kLocQpOpErr, 0, true);
+  error_cqe(q, qpn, w, refused_status(ep.qp(qpn)), 0, true);
 }
 
 bool AppStage::post_send(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const WorkRequest& w) {
   const engine::Qp* eq = ep.qp(qpn);
-  const engine::QpState state = eq ? eq->state() : engine::QpState::kError;
   const WcStatus st = shm::check_work_request(w, q.owner, regions_, shm::kMaxMsgBytes);
   if (st != WcStatus::kSuccess) {
     ++bad_descriptors_;
     error_cqe(q, qpn, w, st, 0, false);
     return true;
   }
-  if (state != engine::QpState::kRts) {
-    error_cqe(q, qpn, w,
-              state == engine::QpState::kError ? WcStatus::kWrFlushErr : WcStatus::kLocQpOpErr, 0,
-              false);
+  if (eq == nullptr || eq->state() != engine::QpState::kRts) {
+    error_cqe(q, qpn, w, refused_status(eq), 0, false);
     return true;
   }
   if (eq->send_queue_depth() >= q.max_send_wr) return false;

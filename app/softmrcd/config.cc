@@ -50,6 +50,12 @@ std::string ip_text(const PlaneSpec& p) {
   return text;
 }
 
+// Why endpoints `x` and `y` cannot talk: their EV modes differ.
+std::string modes_differ(const EndpointSpec& x, const EndpointSpec& y) {
+  return "'" + x.name + "' has ev_mode " + wire::ev_mode_name(x.ev_mode) + ", but '" + y.name +
+         "' has " + wire::ev_mode_name(y.ev_mode);
+}
+
 bool valid_name(const std::string& s) {
   if (s.empty() || s.size() > 31) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -198,9 +204,7 @@ void read_link(const YAML::Node& node, const std::string& key, Config* c) {
   }
   const EndpointSpec& a = c->endpoints[l.a];
   const EndpointSpec& b = c->endpoints[l.b];
-  if (a.ev_mode != b.ev_mode)
-    fail(m.key("endpoints"), "'" + b.name + "' has ev_mode " + wire::ev_mode_name(b.ev_mode) +
-                                 ", but '" + a.name + "' has " + wire::ev_mode_name(a.ev_mode));
+  if (a.ev_mode != b.ev_mode) fail(m.key("endpoints"), modes_differ(b, a));
   for (size_t p = 0; p < a.planes.size(); ++p)
     if (a.planes[p].vlan != b.planes[p].vlan)
       fail(index_key(b.key + ".planes", p) + ".vlan",
@@ -221,9 +225,7 @@ void read_link(const YAML::Node& node, const std::string& key, Config* c) {
 void check_flow_ends(const Config& c, Map& m, const FlowSpec& f) {
   const EndpointSpec& from = c.endpoints[f.from];
   const EndpointSpec& to = c.endpoints[f.to];
-  if (from.ev_mode != to.ev_mode)
-    fail(m.key("to"), "'" + to.name + "' has ev_mode " + wire::ev_mode_name(to.ev_mode) +
-                          ", but '" + from.name + "' has " + wire::ev_mode_name(from.ev_mode));
+  if (from.ev_mode != to.ev_mode) fail(m.key("to"), modes_differ(to, from));
   const struct {
     uint32_t self, other;
     const char* key;

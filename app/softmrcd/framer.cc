@@ -48,7 +48,6 @@ bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacA
   frames_.assign(size_t{num_peers_} * num_planes_, wire::FrameSpec{});
   has_frame_.assign(frames_.size(), 0);
   peer_ip_.assign(frames_.size(), {});
-  dest_usid_.assign(frames_.size(), 0);
   own_ip_.assign(num_planes_, {});
   own_vlan_.assign(num_planes_, 0);
   for (uint32_t plane = 0; plane < num_planes_; ++plane) {
@@ -60,8 +59,6 @@ bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacA
     for (uint32_t plane = 0; plane < num_planes_; ++plane) {
       const size_t i = size_t{peer} * num_planes_ + plane;
       std::memcpy(peer_ip_[i].data(), other.planes[plane].ip, ip_len);
-      if (me.ev_mode == wire::EvMode::kSrv6)
-        (void)wire::usid_locator(other.planes[plane].ip, &dest_usid_[i]);  // checked by the config
       if (peer == self || !other.planes[plane].has_mac) continue;
       wire::FrameSpec& f = frames_[i];
       f.src_mac = macs[plane];
@@ -165,11 +162,13 @@ void Framer::frame(const engine::TxPacket* tx, size_t n, rte_mbuf** out, bool* e
       // EV probe) or not (all zero: the plane's default path).
       const wire::WireEv* ev =
           p.ev != engine::kNoEv || names_path(*p.wire_ev) ? p.wire_ev : &default_ev_[p.plane];
-      // An SRv6 EV is a path: the destination's own uSID ends it.
+      // An SRv6 EV is a path: the destination's own uSID (its address is a
+      // uSID locator, the config checked) ends it.
       wire::WireEv routed;
       if (ev_mode_ == wire::EvMode::kSrv6) {
         routed = *ev;
-        if (!wire::usid_append(routed.bytes, dest_usid_[size_t{p.peer} * num_planes_ + p.plane])) {
+        const uint8_t* dest = peer_ip_[size_t{p.peer} * num_planes_ + p.plane].data();
+        if (!wire::usid_append(routed.bytes, wire::usid_at(dest, 0))) {
           ++drops->other[size_t(Drop::kTxBuild)];
           continue;
         }

@@ -97,7 +97,6 @@ class Framer {
   std::vector<std::array<uint8_t, 16>> own_ip_;   // per plane
   std::vector<uint16_t> own_vlan_;                // per plane, 0: untagged
   std::vector<std::array<uint8_t, 16>> peer_ip_;  // [peer * num_planes_ + plane]
-  std::vector<uint16_t> dest_usid_;  // [peer * num_planes_ + plane], SRv6 mode: the node uSID
   wire::ParseConfig parse_cfg_;
   wire::EvMode ev_mode_ = wire::EvMode::kUdp;
   rte_mempool* pool_ = nullptr;
