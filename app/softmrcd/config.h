@@ -110,8 +110,9 @@ enum class LinkAction : uint8_t {
   kRateFactor,  // value: times the configured rate, (0, 1]
 };
 
-// A change to one plane of an in-process link: from the schedule, at a
-// time after start, or from an operator, at once.
+// A change to one plane of a link: from the schedule, at a time after the
+// schedule's origin (LinkFabricSpec::schedule_from), or from an operator,
+// at once.
 struct LinkEvent {
   uint64_t at_ns = 0;
   uint8_t plane = 0;
@@ -129,7 +130,11 @@ struct LinkFabricSpec {
   uint32_t delay_line_packets = 512;    // per plane and direction
   uint64_t seed = 1;                    // of the loss draws
   std::vector<LinkEvent> schedule;      // sorted by time
-  bool srv6 = false;                    // the planes are SRv6 uSID switches (emulator.h)
+  // What the schedule's times count from: the start of the process, or
+  // the first frame the link receives (endpoints in other processes start
+  // when they will; their traffic is what a schedule means to hit).
+  enum class ScheduleFrom : uint8_t { kStart, kFirstFrame } schedule_from = ScheduleFrom::kStart;
+  bool srv6 = false;  // the planes are SRv6 uSID switches (emulator.h)
 };
 
 // Two hosted endpoints whose plane N ports are joined through the

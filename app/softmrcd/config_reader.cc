@@ -168,6 +168,9 @@ void read_link_fabric(Map& m, uint32_t num_planes, LinkFabricSpec* out) {
   m.uint("delay_line_packets", 16, 65536, &out->delay_line_packets);
   m.uint("seed", 0, UINT64_MAX, &out->seed);
   read_schedule(m, out->planes, num_planes, &out->schedule);
+  using From = LinkFabricSpec::ScheduleFrom;
+  m.choice("schedule_from", {{"start", From::kStart}, {"first_frame", From::kFirstFrame}},
+           &out->schedule_from);
 }
 
 bool read_yaml(const std::string& text, const std::string& name,

@@ -129,6 +129,8 @@ bool Link::join(uint32_t index, const LinkFabricSpec& spec,
 bool Link::init(const HopEnd (&rx)[2][engine::kMaxPlanes],
                 const HopEnd (&tx)[2][engine::kMaxPlanes], uint64_t snapshot_ms, std::string* err) {
   snapshot_interval_ns_ = snapshot_ms * 1'000'000;
+  schedule_origin_ns_ =
+      spec_.schedule_from == LinkFabricSpec::ScheduleFrom::kStart ? 0 : kNoOriginYet;
   hops_ = std::vector<Hop>(size_t{num_planes_} * 2);
   const std::string req_name = "smrcd_l" + std::to_string(index_) + "_req";
   requests_ = rte_ring_create_elem(req_name.c_str(), sizeof(LinkEvent), kRequestSlots,
@@ -276,9 +278,18 @@ void Link::apply(const LinkEvent& e, uint64_t now_ns) {
   std::fflush(stdout);
 }
 
+void Link::start_schedule(uint64_t now_ns) {
+  schedule_origin_ns_ = now_ns;
+  std::printf("%s: t=%.3fs link %u: first frame, the schedule starts\n", program_, now_ns / 1e9,
+              index_);
+  std::fflush(stdout);
+}
+
 void Link::poll(uint64_t now_ns) {
-  while (next_event_ < spec_.schedule.size() && spec_.schedule[next_event_].at_ns <= now_ns)
-    apply(spec_.schedule[next_event_++], now_ns);
+  if (schedule_origin_ns_ != kNoOriginYet)
+    while (next_event_ < spec_.schedule.size() &&
+           spec_.schedule[next_event_].at_ns <= now_ns - schedule_origin_ns_)
+      apply(spec_.schedule[next_event_++], now_ns);
   if (rte_ring_count(requests_) != 0) {
     LinkEvent e;
     while (rte_ring_sc_dequeue_elem(requests_, &e, sizeof(e)) == 0) apply(e, now_ns);
@@ -291,6 +302,7 @@ void Link::poll(uint64_t now_ns) {
                              ? static_cast<uint16_t>(rte_ring_dequeue_burst(
                                    hop.from.ring, reinterpret_cast<void**>(pkts), kBurst, nullptr))
                              : hop.from.port->rx_burst(pkts, kBurst);
+      if (n != 0 && schedule_origin_ns_ == kNoOriginYet) start_schedule(now_ns);
       hop.emu.admit(pkts, n, now_ns);
       if (n < kBurst) break;
     }

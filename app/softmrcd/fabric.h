@@ -104,6 +104,7 @@ class Link {
 
  private:
   static constexpr uint16_t kBurst = 32;
+  static constexpr uint64_t kNoOriginYet = UINT64_MAX;  // schedule_origin_ns_ before a frame
 
   // Where a hop takes frames from or hands them to: a ring of an
   // in-process link (read and written directly, behind the ring port its
@@ -125,6 +126,8 @@ class Link {
   void apply(const LinkEvent& e, uint64_t now_ns);
   bool set_plane_up(uint32_t plane, bool up, uint64_t now_ns);
   bool in_service(uint32_t plane) const;
+  // schedule_from first_frame: the schedule's times count from now.
+  void start_schedule(uint64_t now_ns);
   // The rate in service (the slower direction), Mb/s.
   double capacity_mbps(uint32_t plane) const;
 
@@ -140,6 +143,7 @@ class Link {
   std::vector<Hop> hops_;  // [plane * 2 + direction], direction 0: a -> b
   rte_ring* requests_ = nullptr;
   size_t next_event_ = 0;
+  uint64_t schedule_origin_ns_ = 0;  // what the schedule's at_ns count from
   uint64_t plane_events_ = 0;
   uint64_t payload_seen_ = 0;  // delivered by every hop, when the trace last saw it
   DeliveryTrace trace_;

@@ -278,10 +278,12 @@ def case_fabric_memif(args):
         'rate_gbps': 1, 'delay_us': 20, 'buffer_kib': 256, 'ecn_kib': 64,
         'planes': [{'plane': 0, 'loss': 0.01},
                    {'plane': 1, 'rate_gbps': 0.1, 'buffer_kib': 8, 'ecn_kib': 4}],
+        # Counted from the first frame (a's probe): however slowly the
+        # endpoints start on a loaded machine, the plane goes down and up
+        # while the flow runs, whose duration counts from the probe's answer.
+        'schedule_from': 'first_frame',
         'schedule': [{'at_ms': down_at_ms, 'plane': 2, 'state': 'down', 'for_ms': down_for_ms}],
     }
-    # Counted from the probe answer, which comes a moment after the fabric
-    # started: the plane goes down and up while the flow runs.
     traffic = [{'from': 'a', 'to': 'b', 'qps': 2, 'op': 'wimm', 'size': 16384, 'window': 8,
                 'duration_ms': 2500}]
 
@@ -308,8 +310,16 @@ def case_fabric_memif(args):
                  lambda r: r['a_to_b_blackhole'] == 0, f.output())
         reply = t.query('/softmrc/fabric/set,0,3,loss,0.1')
         check(reply == {'error': 'no plane 3 (planes are 0..2)'}, f'bad plane: {reply}')
-        f.read_until(r'smrc-fabric: t=[\d.]+s link 0 plane 2 down \(the ports\' links stay up\)')
-        f.read_until(r'smrc-fabric: t=[\d.]+s link 0 plane 2 up$')
+        first = float(f.read_until(
+            r'smrc-fabric: t=([\d.]+)s link 0: first frame, the schedule starts$').group(1))
+        down = float(f.read_until(
+            r'smrc-fabric: t=([\d.]+)s link 0 plane 2 down \(the ports\' links stay up\)').group(1))
+        up = float(f.read_until(r'smrc-fabric: t=([\d.]+)s link 0 plane 2 up$').group(1))
+        # Times as logged, to the ms: each change at its time after the
+        # first frame, or at the fabric's first pass after it.
+        check(down - first > down_at_ms / 1000 - 0.002 and
+              up - first > (down_at_ms + down_for_ms) / 1000 - 0.002,
+              f'first frame at {first}s, plane 2 down at {down}s, up at {up}s', f.output())
         p2 = poll_row('plane 2 up again', t, '/softmrc/links', 'link0/2', lambda r: r['up'] == 1)
         check(p2['a_to_b_drop_link_down'] > 0, f'plane 2 dropped nothing while down: {p2}',
               f.output())
