@@ -129,9 +129,12 @@ def outputs(*daemons):
 class App:
     """A program whose stdout lines we read and whose stdin we write."""
 
+    started = []  # every App, for kill_all()
+
     def __init__(self, cmd):
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT)
+        App.started.append(self)
         self.lines = []
         self.pending = b''
 
@@ -154,6 +157,16 @@ class App:
                                   f'{self.pending!r}')
                 *done, self.pending = (self.pending + chunk).split(b'\n')
                 self.lines += [l.decode(errors='replace') for l in done]
+
+    @staticmethod
+    def kill_all():
+        """Kills the programs still running (a case that failed half way),
+        so none outlives the test."""
+        for app in App.started:
+            if app.proc.poll() is None:
+                app.proc.kill()
+                app.proc.wait()
+        App.started.clear()
 
     def send(self, line):
         self.proc.stdin.write((line + '\n').encode())
@@ -219,6 +232,8 @@ def with_pair(args, body, extra=None):
     except Failure as e:
         stop(a, b)
         raise Failure(str(e) + outputs(a, b)) from None
+    finally:
+        App.kill_all()
     stop(a, b)
 
 
