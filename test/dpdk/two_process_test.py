@@ -554,7 +554,8 @@ def case_tap_plane_down(args):
             def verified():
                 return row(tb, '/softmrc/stats', 'b')['txgen_verified']
 
-            wait_for('b to verify messages', verified, output=both_output(a, b))
+            # Two daemons starting on a loaded machine can take seconds.
+            wait_for('b to verify messages', verified, timeout=20, output=both_output(a, b))
             net.link('a', net.tap('a', down), 'down')
             a.read_until(rf'a plane {down} down \(link down\)', timeout=15)
             # a's plane is out of use, and b's QPs took its EVs out of use
@@ -575,12 +576,12 @@ def case_tap_plane_down(args):
                   f'b lost other planes: {others}')
             # The other planes carry the transfer.
             v0 = verified()
-            time.sleep(0.5)
-            v1 = verified()
+            wait_for(f'messages verified while plane {down} is down', lambda: verified() > v0,
+                     timeout=10, output=both_output(a, b))
             check(row(ta, '/softmrc/planes,a', f'a/{down}')['in_use'] == 0,
                   'the plane came back by itself')
-            check(v1 > v0, f'nothing verified while plane {down} was down ({v0} then {v1})',
-                  both_output(a, b))
+            # ... and a's periodic line shows the plane and its EVs out of use.
+            a.read_until(r'^softmrcd: t=[\d.]+s a\[.*planes 101 .*evs 16/24\]', timeout=10)
             net.link('a', net.tap('a', down), 'up')
             a.read_until(rf'a plane {down} up \(link up\)', timeout=15)
             poll_row('b to use the plane again', tb, '/softmrc/planes,b', f'b/{down}',
@@ -600,11 +601,6 @@ def case_tap_plane_down(args):
             a.kill()
             b.kill()
     check_done(a, b, code_a, code_b, stop='SIGTERM')
-    out = both_output(a, b)
-    logs = re.findall(r'^softmrcd: t=[\d.]+s a\[.*planes (\d+) .*evs (\d+)/(\d+)\]', a.output(),
-                      re.M)
-    check(('101', '16', '24') in [(p, u, n) for p, u, n in logs],
-          f'a never showed plane {down} out of use (planes 101, evs 16/24)', out)
 
 
 PLANES_C = [{'mac': f'02:00:00:00:0c:{p:02x}', 'ip': f'fd00:0:0:{p}::c'} for p in range(2)]
