@@ -52,13 +52,6 @@ std::string in_rtts(uint64_t ns, double rtt_ns, bool with_rtt) {
   return buf;
 }
 
-uint64_t retransmits(const EndpointSnapshot& s) {
-  uint64_t n = 0;
-  for (uint32_t i = 0; i < s.num_qps; ++i)
-    for (uint64_t r : s.qps[i].counters.retransmits) n += r;
-  return n;
-}
-
 }  // namespace
 
 Daemon::Daemon() = default;

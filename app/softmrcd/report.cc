@@ -291,15 +291,13 @@ void stats_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, Report*
       t.tx_packets += p.tx_packets;
       t.tx_bytes += p.tx_bytes;
     }
-    uint64_t retx = 0;
-    for (uint32_t i = 0; i < s.num_qps; ++i) retx += sum(s.qps[i].counters.retransmits);
     r.num("at_ns", s.at_ns);
     r.num("rx_packets", t.rx_packets);
     r.num("rx_bytes", t.rx_bytes);
     r.num("tx_packets", t.tx_packets);
     r.num("tx_bytes", t.tx_bytes);
     r.num("drops", s.drops.total());
-    r.num("retransmits", retx);
+    r.num("retransmits", retransmits(s));
     r.num("qps", s.num_qps);
     r.num("txgen_posted", s.txgen.posted);
     r.num("txgen_completed", s.txgen.completed);

@@ -120,6 +120,14 @@ struct EndpointSnapshot {
   std::vector<EvStats> evs;
 };
 
+// Every retransmission the endpoint made, its destroyed QPs' included.
+inline uint64_t retransmits(const EndpointSnapshot& s) {
+  uint64_t n = s.engine.destroyed_qp_retransmits;
+  for (uint32_t i = 0; i < s.num_qps; ++i)
+    for (uint64_t r : s.qps[i].counters.retransmits) n += r;
+  return n;
+}
+
 // Gb/s of `bytes` over `ns`.
 inline double gbps(uint64_t bytes, uint64_t ns) {
   return ns == 0 ? 0.0 : bytes * 8.0 / static_cast<double>(ns);

@@ -66,6 +66,9 @@ struct EndpointCounters {
   uint64_t ctrl_no_ev = 0;    // no usable EV back to the peer
   uint64_t events_lost = 0;   // event queue full
   uint64_t cq_overflow = 0;   // completion queue full: completions lost
+  // What QPs destroyed since had retransmitted: with the live QPs' own
+  // counts, every retransmission the endpoint made.
+  uint64_t destroyed_qp_retransmits = 0;
 };
 
 }  // namespace softmrc::engine

@@ -72,7 +72,9 @@ void Endpoint::purge_ctrl(uint32_t qpn) {
 }
 
 Status Endpoint::destroy_qp(uint32_t qpn) {
-  if (find(qpn) == nullptr) return Status::error("destroy_qp: unknown QPN");
+  const Qp* q = find(qpn);
+  if (q == nullptr) return Status::error("destroy_qp: unknown QPN");
+  for (uint64_t n : q->counters().retransmits) counters_.destroyed_qp_retransmits += n;
   purge_ctrl(qpn);
   in_use_[qpn - 1] = false;
   qps_[qpn - 1] = Qp{};  // releases its tables

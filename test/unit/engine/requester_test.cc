@@ -578,6 +578,16 @@ TEST(Timeout, RetransmitTimerResendsEverythingUnacknowledgedAndBlamesTheEvs) {
   EXPECT_EQ(q.qp().retries(), 1u);
 }
 
+TEST(Timeout, RetransmitsOfADestroyedQpStayCounted) {
+  OneQp q;
+  ASSERT_TRUE(q.write(1, 0, 3 * 1024).ok());
+  q.tx(0);
+  ASSERT_EQ(data_only(q.tx(ack_timeout_ns(10))).size(), 3u);
+  EXPECT_EQ(q.ep.counters().destroyed_qp_retransmits, 0u);
+  ASSERT_TRUE(q.ep.destroy_qp(q.qpn).ok());
+  EXPECT_EQ(q.ep.counters().destroyed_qp_retransmits, 3u);
+}
+
 // With linear = 2 and exponential = 2 the timer waits B, B, then 2B, 4B
 // (four retries), and the fifth timeout, 8B later at 16B, ends the QP.
 TEST(Timeout, LinearRetriesThenExponentialBackoffThenRetryExceeded) {
