@@ -46,25 +46,31 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'dpdk'))
 from softmrcd_test import (Daemon, Failure, Telemetry, check, plane,  # noqa: E402
                            telemetry_socket, test_main, wait_for)
+from two_process_test import srv6_plane  # noqa: E402
 
 PLANES = 2
 PATH_MTU = 1024  # memif frames are at most 1518 bytes
 LCORES = {'a': '0@1,1@0', 'b': '0@0,1@1'}
 
 
-def config(args, me, qp=None, extra=None):
+def config(args, me, qp=None, extra=None, ports=None, srv6=False):
+    """Endpoint `me`, the other a peer; by default a is every plane's memif
+    server and b its client, or else on `ports`; SRv6 mode if `srv6`."""
     other = 'b' if me == 'a' else 'a'
     role = 'server' if me == 'a' else 'client'
-    ports = [f'net_memif{p},role={role},id=0,socket={sock(args, f"memif-p{p}")},'
-             'socket-abstract=no' for p in range(PLANES)]
+    ports = ports or [f'net_memif{p},role={role},id=0,socket={sock(args, f"memif-p{p}")},'
+                      'socket-abstract=no' for p in range(PLANES)]
+    addr = srv6_plane if srv6 else plane
+    mode = {'ev_mode': 'srv6'} if srv6 else {}
     return {
         'path_mtu': PATH_MTU,
         'stats': {'snapshot_ms': 50, 'log_interval_ms': 0},
         # Small ACK timeout and retries: a peer QP that went away errors soon.
         'qp': qp if qp is not None else {'timeout': 12, 'retry_linear': 2, 'retry_exp': 2},
-        'endpoints': [{'name': me, 'app_socket': sock(args, f'app-{me}'),
-                       'planes': [dict(port=ports[p], **plane(me, p)) for p in range(PLANES)]}],
-        'peers': [{'name': other, 'planes': [plane(other, p) for p in range(PLANES)]}],
+        'endpoints': [dict(name=me, app_socket=sock(args, f'app-{me}'),
+                           planes=[dict(port=ports[p], **addr(me, p)) for p in range(PLANES)],
+                           **mode)],
+        'peers': [dict(name=other, planes=[addr(other, p) for p in range(PLANES)], **mode)],
         'control_socket': sock(args, f'ctl-{me}'),
         **(extra or {}),
     }
@@ -74,8 +80,8 @@ def sock(args, name):
     return os.path.join(args.workdir, name + '.sock')
 
 
-def start_daemon(args, me, qp=None, extra=None):
-    d = Daemon(args, f'api_{args.case}_{me}', config(args, me, qp, extra))
+def start_daemon(args, me, qp=None, extra=None, ports=None, srv6=False):
+    d = Daemon(args, f'api_{args.case}_{me}', config(args, me, qp, extra, ports, srv6))
     i = d.cmd.index('-l')
     d.cmd[i:i + 2] = ['--lcores', LCORES[me]]
     d.start()

@@ -13,6 +13,12 @@ and a client on daemon b. One --case per test:
              sender's packets sent in place from the application's memory;
              a client SIGKILLed mid-stream (its regions retired while mbufs
              may point into them): both daemons go on serving write_bw
+  fabric     the daemons as memif clients of smrc-fabric, whose 2 planes
+             lose 1% (plane 0) and trim (a slow plane 1), and plane 0 goes
+             down and up every 0.2 s: write_bw from 1 B to 64 MiB, every
+             size's bytes checked, no application-visible error
+  fabric_srv6  the same with the daemons and the fabric's link in SRv6
+             mode (application QPs on uSID paths the fabric routes on)
 
 Every run sleeps on a completion channel (-e): four busy pollers on two
 CPUs would measure the scheduler, not smrc-perf. Exit 0 on success, 1 with
@@ -21,13 +27,16 @@ the reason and the daemons' output otherwise.
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from api_test import outputs, sock, start_pair, stop  # noqa: E402
-from softmrcd_test import Failure, check, test_main  # noqa: E402
+from api_test import PLANES, outputs, sock, start_daemon, start_pair, stop  # noqa: E402
+from softmrcd_test import (Failure, Telemetry, check, telemetry_socket, test_main,  # noqa: E402
+                           wait_for)
+from two_process_test import fabric, fabric_summary, memif_port, row  # noqa: E402
 
 # The daemons' default timeout (14: 16.8 ms); api_test's small one is for
 # peers that go away, and a descheduled lcore would trip it here.
@@ -37,7 +46,8 @@ QP = {'timeout': 14}
 def perf(args, test, daemon, *opts, server=False):
     # A TCP port of its own per case, so that a lingering server of another
     # case cannot answer.
-    port = 18515 + ['bw_sizes', 'bw_64_qps', 'lat', 'errors', 'extbuf'].index(args.case)
+    port = 18515 + ['bw_sizes', 'bw_64_qps', 'lat', 'errors', 'extbuf', 'fabric',
+                    'fabric_srv6'].index(args.case)
     cmd = [args.smrc_perf, test, '-d', sock(args, f'app-{daemon}'), '--no-progress', '-e',
            '-p', str(port)] + list(opts)
     return cmd if server else cmd + ['::1']
@@ -75,9 +85,17 @@ def case_bw_sizes(args):
     with_daemons(args, lambda a, b: bw_sizes(args))
 
 
+BW_SIZES = ('write_bw', '-m', '1', '-s', str(64 << 20), '-f', '8', '-n', '4', '-w', '1',
+            '--json')
+
+
 def bw_sizes(args):
-    client, server = run_pair(args, 'write_bw', '-m', '1', '-s', str(64 << 20), '-f', '8',
-                              '-n', '4', '-w', '1', '--json')
+    client, server = run_pair(args, *BW_SIZES)
+    check_sizes(client, server)
+
+
+def check_sizes(client, server):
+    """BW_SIZES's output: every size sent, its numbers consistent, all verified."""
     want = [1, 8, 64, 512, 4096, 32768, 262144, 2097152, 16777216, 67108864]
     got = [json.loads(l) for l in client.splitlines()]
     check([l['msg_size'] for l in got] == want, f'sizes {[l["msg_size"] for l in got]}')
@@ -202,6 +220,90 @@ def case_extbuf(args):
     with_daemons(args, body, {'tx_payload': 'extbuf'})
 
 
+def case_fabric(args):
+    through_fabric(args, srv6=False)
+
+
+def case_fabric_srv6(args):
+    through_fabric(args, srv6=True)
+
+
+def through_fabric(args, srv6):
+    """BW_SIZES from b to a through smrc-fabric, plane 0 going down and up
+    while they stream."""
+    socks = {e: [sock(args, f'fabric-{e}{p}') for p in range(PLANES)] for e in ('a', 'b')}
+    for path in socks['a'] + socks['b']:
+        if os.path.exists(path):
+            os.unlink(path)
+    link = {'rate_gbps': 1, 'delay_us': 20, 'buffer_kib': 256, 'ecn_kib': 64,
+            'ev_mode': 'srv6' if srv6 else 'udp',
+            'planes': [{'plane': 0, 'loss': 0.01},
+                       {'plane': 1, 'rate_gbps': 0.5, 'buffer_kib': 64, 'ecn_kib': 32}],
+            'a': [memif_port(p, 'server', socks['a'][p]) for p in range(PLANES)],
+            'b': [memif_port(PLANES + p, 'server', socks['b'][p]) for p in range(PLANES)]}
+    f = fabric(args, f'perf_{args.case}_f', {
+        'path_mtu': 1024, 'stats': {'snapshot_ms': 20, 'log_interval_ms': 0}, 'links': [link]})
+    f.start()
+    a = b = server = client = None
+    try:
+        wait_for('the fabric\'s memif sockets', lambda: f._read(0.05) and all(
+            map(os.path.exists, socks['a'] + socks['b'])), timeout=10, output=f.output())
+        # Three busy-polling processes share two CPUs here, so every hop
+        # waits for its process to be scheduled: RTTs reach milliseconds,
+        # NSCC holds the window at a few packets (about 20 Mb/s measured),
+        # and the sweep would take minutes. The test is about the bytes
+        # coming through the faults, so only the MPR limits the QP.
+        cc = {'cc_profiles': {'default': {'algorithm': 'none'}}}
+        a, b = (start_daemon(args, e, QP, cc, [memif_port(p, 'client', socks[e][p])
+                                               for p in range(PLANES)], srv6)
+                for e in ('a', 'b'))
+        server = subprocess.Popen(perf(args, 'write_bw', 'a', server=True),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        client = subprocess.Popen(perf(args, 'write_bw', 'b', *BW_SIZES[1:]),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        # The Writes go b -> a. While they stream, plane 0 fails again and
+        # again: 0.2 s down, 0.2 s up.
+        t = Telemetry(telemetry_socket(f.prefix), ready='/softmrc/links')
+        deadline = time.monotonic() + 120
+        while client.poll() is None:
+            check(time.monotonic() < deadline, 'the client did not finish in 120 s')
+            for state in ('down', 'up'):
+                t.query(f'/softmrc/fabric/set,0,0,state,{state}')
+                time.sleep(0.2)
+        out_c, _ = client.communicate(timeout=120)
+        out_s, _ = server.communicate(timeout=30)
+        check(client.returncode == 0 and server.returncode == 0,
+              f'client exit {client.returncode}: {out_c}\nserver exit {server.returncode}: '
+              f'{out_s}')
+        print(out_c + out_s, end='')
+        check_sizes(out_c, out_s)
+        # In SRv6 mode a frame the fabric did not route to its destination's
+        # own address would be dropped as not for us.
+        for d, me in ((a, 'a'), (b, 'b')):
+            drops = Telemetry(telemetry_socket(d.prefix)).query(f'/softmrc/drops,{me}')[me]
+            check(drops['total'] == 0, f'{me} dropped frames: {drops}')
+        stop(a, b)
+        check(a.proc.returncode == 0 and b.proc.returncode == 0,
+              f'daemons exited {a.proc.returncode}, {b.proc.returncode}')
+        f.proc.send_signal(signal.SIGTERM)
+        check(f.wait(10) == 0, 'the fabric did not exit 0')
+    except Failure as e:
+        raise Failure(str(e) + outputs(a, b) + '\n--- fabric ---\n' + f.output()) from None
+    finally:
+        for p in (server, client):
+            if p and p.poll() is None:
+                p.kill()
+        stop(a, b)
+        f.kill()
+    hops = fabric_summary(f.output())
+    check(hops[(0, 'b_to_a')].get('loss', 0) > 0, f'plane 0 lost nothing: {hops}')
+    check(hops[(1, 'b_to_a')]['trims'] > 0, f'plane 1 trimmed nothing: {hops}')
+    check(hops[(0, 'b_to_a')].get('link_down', 0) > 0, f'plane 0 down dropped nothing: {hops}')
+    m = b.read_until(r'b: sent \d+ packets .*retransmitted (\d+)')
+    check(int(m.group(1)) > 0, 'b retransmitted nothing')
+    print(f'b retransmitted {m.group(1)} packets; fabric: {hops}')
+
+
 def with_daemons(args, body, extra=None):
     a = b = None
     try:
@@ -214,4 +316,4 @@ def with_daemons(args, body, extra=None):
 
 
 if __name__ == '__main__':
-    sys.exit(test_main(globals(), __doc__, 'smrc-perf'))
+    sys.exit(test_main(globals(), __doc__, 'smrc-perf', 'smrc-fabric'))
