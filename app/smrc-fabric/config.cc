@@ -43,10 +43,7 @@ void read_link(const YAML::Node& node, const std::string& key, FabricConfig* c) 
   read_link_fabric(m, static_cast<uint32_t>(l.ports[0].size()), &l.fabric);
   // Only SRv6 changes what a switch does: it routes on, and consumes, uSIDs.
   wire::EvMode ev_mode = wire::EvMode::kUdp;
-  m.choice(
-      "ev_mode",
-      {{"udp", wire::EvMode::kUdp}, {"stev", wire::EvMode::kStev}, {"srv6", wire::EvMode::kSrv6}},
-      &ev_mode);
+  read_ev_mode(m, &ev_mode);
   l.fabric.srv6 = ev_mode == wire::EvMode::kSrv6;
   m.done();
   c->links.push_back(l);

@@ -77,10 +77,7 @@ void read_endpoint(const YAML::Node& node, const std::string& key, bool hosted, 
       fail(m.key("app_socket"),
            "needs a path of 1.." + std::to_string(kMaxAppSocketPath) + " characters");
   }
-  m.choice(
-      "ev_mode",
-      {{"udp", wire::EvMode::kUdp}, {"stev", wire::EvMode::kStev}, {"srv6", wire::EvMode::kSrv6}},
-      &e->ev_mode);
+  read_ev_mode(m, &e->ev_mode);
   const YAML::Node planes = m.list("planes");
   if (planes.size() == 0 || planes.size() > engine::kMaxPlanes)
     fail(m.key("planes"), "needs 1.." + std::to_string(engine::kMaxPlanes) + " planes");
@@ -111,8 +108,7 @@ void read_endpoint(const YAML::Node& node, const std::string& key, bool hosted, 
     if (p.ip_version == wire::IpVersion::kV4 && e->ev_mode != wire::EvMode::kUdp)
       fail(pm.key("ip"), std::string("IPv4 address with ev_mode ") +
                              wire::ev_mode_name(e->ev_mode) + " (it needs IPv6)");
-    uint16_t node;
-    if (e->ev_mode == wire::EvMode::kSrv6 && !wire::usid_locator(p.ip, &node))
+    if (e->ev_mode == wire::EvMode::kSrv6 && !wire::usid_locator(p.ip))
       fail(pm.key("ip"), "'" + ip_text(p) +
                              "' is not a uSID locator (ev_mode srv6): a 32-bit block, a node "
                              "uSID other than 0, then zeros, like fcbb:bb00:1::");

@@ -148,6 +148,13 @@ void read_path_mtu(Map& m, uint32_t* out) {
     fail(m.key("path_mtu"), std::to_string(*out) + " is not 256, 512, 1024, 2048, 4096 or 9000");
 }
 
+void read_ev_mode(Map& m, wire::EvMode* out) {
+  m.choice(
+      "ev_mode",
+      {{"udp", wire::EvMode::kUdp}, {"stev", wire::EvMode::kStev}, {"srv6", wire::EvMode::kSrv6}},
+      out);
+}
+
 void read_link_fabric(Map& m, uint32_t num_planes, LinkFabricSpec* out) {
   PlaneFabricSpec every;
   read_plane_fabric(m, &every);

@@ -151,9 +151,13 @@ inline std::string index_key(const std::string& list, size_t i) {
 // `path_mtu` (256, 512, 1024, 2048, 4096 or 9000), if present.
 void read_path_mtu(Map& m, uint32_t* out);
 
+// `ev_mode` (udp, stev or srv6), if present.
+void read_ev_mode(Map& m, wire::EvMode* out);
+
 // The fabric keys of a link (rate_gbps, delay_us, buffer_kib, ecn_kib,
 // priority_kib, overflow, loss, planes[], delay_line_packets, seed,
-// schedule[]) from the link's map `m`, for `num_planes` planes.
+// schedule_from, schedule[]) from the link's map `m`, for `num_planes`
+// planes.
 void read_link_fabric(Map& m, uint32_t num_planes, LinkFabricSpec* out);
 
 // Parses `text` (named `name` in messages) and hands the root to `read`.

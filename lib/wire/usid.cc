@@ -5,9 +5,8 @@
 
 namespace softmrc::wire {
 
-bool usid_locator(const uint8_t addr[16], uint16_t* node) {
-  *node = usid_at(addr, 0);
-  if (*node == 0) return false;
+bool usid_locator(const uint8_t addr[16]) {
+  if (usid_at(addr, 0) == 0) return false;
   for (size_t i = kUsidBlockBytes + kUsidBytes; i < 16; ++i)
     if (addr[i] != 0) return false;
   return true;
@@ -28,9 +27,9 @@ uint16_t usid_shift(uint8_t container[16]) {
   const uint16_t active = usid_at(container, 0);
   if (active == 0) return 0;
   uint8_t* list = container + kUsidBlockBytes;
-  std::memmove(list, list + kUsidBytes, 16 - kUsidBlockBytes - kUsidBytes);
-  list[16 - kUsidBlockBytes - 2] = 0;
-  list[16 - kUsidBlockBytes - 1] = 0;
+  const size_t kept = 16 - kUsidBlockBytes - kUsidBytes;
+  std::memmove(list, list + kUsidBytes, kept);
+  std::memset(list + kept, 0, kUsidBytes);
   return active;
 }
 

@@ -31,8 +31,8 @@ inline uint16_t usid_at(const uint8_t* container, size_t index) {
 }
 
 // Whether `addr` is a uSID locator: a node uSID other than 0 after the
-// block and nothing after it. The node uSID in `*node`.
-bool usid_locator(const uint8_t addr[16], uint16_t* node);
+// block and nothing after it (usid_at(addr, 0) is the node uSID).
+bool usid_locator(const uint8_t addr[16]);
 
 // Writes `usid` in the first free (zero) slot of `container`; false if all
 // six are taken.

@@ -57,19 +57,27 @@ def srv6_plane(ep, p):
     return dict(plane(ep, p), ip=f'fcbb:bb0{p:x}:{ep}::')
 
 
-def config(me, ports, traffic, srv6=False):
-    """One hosted endpoint `me` on `ports` (one per plane), the other a peer."""
+def endpoint_and_peer(me, ports, srv6=False, **hosted):
+    """A configuration's endpoints and peers: `me` hosted on `ports` (one
+    per plane, with the keys `hosted` adds), the other endpoint its peer;
+    both in SRv6 mode, on uSID locators, if `srv6`."""
     other = 'b' if me == 'a' else 'a'
-    planes = len(ports)
     addr = srv6_plane if srv6 else plane
     mode = {'ev_mode': 'srv6'} if srv6 else {}
+    return {
+        'endpoints': [dict(name=me, planes=[dict(port=port, **addr(me, p))
+                                            for p, port in enumerate(ports)], **mode, **hosted)],
+        'peers': [dict(name=other, planes=[addr(other, p) for p in range(len(ports))], **mode)],
+    }
+
+
+def config(me, ports, traffic, srv6=False):
+    """One hosted endpoint `me` on `ports` (one per plane), the other a peer."""
     return {
         'path_mtu': 1024,  # memif and tap frames are at most 1518 bytes
         'stats': {'snapshot_ms': 20, 'log_interval_ms': 250},
         'ev_profiles': {'default': {'evs_per_plane': 4, 'min_active': 2}},
-        'endpoints': [dict(name=me, planes=[dict(port=ports[p], **addr(me, p))
-                                            for p in range(planes)], **mode)],
-        'peers': [dict(name=other, planes=[addr(other, p) for p in range(planes)], **mode)],
+        **endpoint_and_peer(me, ports, srv6),
         'traffic': traffic,
     }
 
@@ -229,29 +237,43 @@ def fabric_summary(output):
     return hops
 
 
-def through_fabric(args, name, planes, link, traffic, srv6=False, during=None):
-    """a and b as memif clients of smrc-fabric's `link` (its ports added),
-    running `traffic`; during(f), if given, while they run. Returns the
-    fabric and both daemons, their exit statuses, and all the output."""
-    socks = {e: [os.path.join(args.workdir, f'{name}-{e}{p}.sock') for p in range(planes)]
+def start_fabric(args, name, planes, link, stats, options=()):
+    """smrc-fabric (file prefix `name`) serving `link`, whose ports it adds:
+    per plane a memif server for side a and one for side b. Once it
+    listens: the fabric, and per side the memif client ports to join it
+    with."""
+    socks = {e: [os.path.join(args.workdir, f'fabric-{e}{p}.sock') for p in range(planes)]
              for e in ('a', 'b')}
     for s in socks['a'] + socks['b']:
         if os.path.exists(s):
             os.unlink(s)
     cfg = {
         'path_mtu': 1024,
-        'stats': {'snapshot_ms': 20, 'log_interval_ms': 250},
+        'stats': stats,
         'links': [dict(a=[memif_port(p, 'server', socks['a'][p]) for p in range(planes)],
                        b=[memif_port(planes + p, 'server', socks['b'][p]) for p in range(planes)],
                        **link)],
     }
-    f = fabric(args, f'2p_{name}_f', cfg).start(['--duration-ms', '20000'])
-    a = b = None
+    f = fabric(args, name, cfg).start(list(options))
     try:
         wait_for('the fabric\'s memif sockets', lambda: f._read(0.05) and all(
             map(os.path.exists, socks['a'] + socks['b'])), timeout=10, output=f.output())
-        ports = {e: [memif_port(p, 'client', socks[e][p]) for p in range(planes)]
-                 for e in ('a', 'b')}
+    except Failure:
+        f.kill()
+        raise
+    return f, {e: [memif_port(p, 'client', socks[e][p]) for p in range(planes)]
+               for e in ('a', 'b')}
+
+
+def through_fabric(args, name, planes, link, traffic, srv6=False, during=None):
+    """a and b as memif clients of smrc-fabric's `link` (its ports added),
+    running `traffic`; during(f), if given, while they run. Returns the
+    fabric and both daemons, their exit statuses, and all the output."""
+    f, ports = start_fabric(args, f'2p_{name}_f', planes, link,
+                            {'snapshot_ms': 20, 'log_interval_ms': 250},
+                            ['--duration-ms', '20000'])
+    a = b = None
+    try:
         a = daemon(args, name, 'a', ports['a'], traffic, srv6=srv6).start()
         b = daemon(args, name, 'b', ports['b'], traffic, srv6=srv6).start()
         if during:

@@ -44,9 +44,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'dpdk'))
-from softmrcd_test import (Daemon, Failure, Telemetry, check, plane,  # noqa: E402
-                           telemetry_socket, test_main, wait_for)
-from two_process_test import srv6_plane  # noqa: E402
+from softmrcd_test import (Daemon, Failure, Telemetry, check, telemetry_socket,  # noqa: E402
+                           test_main, wait_for)
+from two_process_test import endpoint_and_peer  # noqa: E402
 
 PLANES = 2
 PATH_MTU = 1024  # memif frames are at most 1518 bytes
@@ -56,21 +56,15 @@ LCORES = {'a': '0@1,1@0', 'b': '0@0,1@1'}
 def config(args, me, qp=None, extra=None, ports=None, srv6=False):
     """Endpoint `me`, the other a peer; by default a is every plane's memif
     server and b its client, or else on `ports`; SRv6 mode if `srv6`."""
-    other = 'b' if me == 'a' else 'a'
     role = 'server' if me == 'a' else 'client'
     ports = ports or [f'net_memif{p},role={role},id=0,socket={sock(args, f"memif-p{p}")},'
                       'socket-abstract=no' for p in range(PLANES)]
-    addr = srv6_plane if srv6 else plane
-    mode = {'ev_mode': 'srv6'} if srv6 else {}
     return {
         'path_mtu': PATH_MTU,
         'stats': {'snapshot_ms': 50, 'log_interval_ms': 0},
         # Small ACK timeout and retries: a peer QP that went away errors soon.
         'qp': qp if qp is not None else {'timeout': 12, 'retry_linear': 2, 'retry_exp': 2},
-        'endpoints': [dict(name=me, app_socket=sock(args, f'app-{me}'),
-                           planes=[dict(port=ports[p], **addr(me, p)) for p in range(PLANES)],
-                           **mode)],
-        'peers': [dict(name=other, planes=[addr(other, p) for p in range(PLANES)], **mode)],
+        **endpoint_and_peer(me, ports, srv6, app_socket=sock(args, f'app-{me}')),
         'control_socket': sock(args, f'ctl-{me}'),
         **(extra or {}),
     }

@@ -34,9 +34,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from api_test import PLANES, outputs, sock, start_daemon, start_pair, stop  # noqa: E402
-from softmrcd_test import (Failure, Telemetry, check, telemetry_socket, test_main,  # noqa: E402
-                           wait_for)
-from two_process_test import fabric, fabric_summary, memif_port, row  # noqa: E402
+from softmrcd_test import Failure, Telemetry, check, telemetry_socket, test_main  # noqa: E402
+from two_process_test import fabric_summary, row, start_fabric  # noqa: E402
 
 # The daemons' default timeout (14: 16.8 ms); api_test's small one is for
 # peers that go away, and a descheduled lcore would trip it here.
@@ -231,32 +230,23 @@ def case_fabric_srv6(args):
 def through_fabric(args, srv6):
     """BW_SIZES from b to a through smrc-fabric, plane 0 going down and up
     while they stream."""
-    socks = {e: [sock(args, f'fabric-{e}{p}') for p in range(PLANES)] for e in ('a', 'b')}
-    for path in socks['a'] + socks['b']:
-        if os.path.exists(path):
-            os.unlink(path)
     link = {'rate_gbps': 1, 'delay_us': 20, 'buffer_kib': 256, 'ecn_kib': 64,
             'ev_mode': 'srv6' if srv6 else 'udp',
             'planes': [{'plane': 0, 'loss': 0.01},
-                       {'plane': 1, 'rate_gbps': 0.5, 'buffer_kib': 64, 'ecn_kib': 32}],
-            'a': [memif_port(p, 'server', socks['a'][p]) for p in range(PLANES)],
-            'b': [memif_port(PLANES + p, 'server', socks['b'][p]) for p in range(PLANES)]}
-    f = fabric(args, f'perf_{args.case}_f', {
-        'path_mtu': 1024, 'stats': {'snapshot_ms': 20, 'log_interval_ms': 0}, 'links': [link]})
-    f.start()
+                       {'plane': 1, 'rate_gbps': 0.5, 'buffer_kib': 64, 'ecn_kib': 32}]}
+    # No status lines: nothing reads the fabric's output while the sweep runs.
+    f, ports = start_fabric(args, f'perf_{args.case}_f', PLANES, link,
+                            {'snapshot_ms': 20, 'log_interval_ms': 0})
     a = b = server = client = None
     try:
-        wait_for('the fabric\'s memif sockets', lambda: f._read(0.05) and all(
-            map(os.path.exists, socks['a'] + socks['b'])), timeout=10, output=f.output())
         # Three busy-polling processes share two CPUs here, so every hop
         # waits for its process to be scheduled: RTTs reach milliseconds,
         # NSCC holds the window at a few packets (about 20 Mb/s measured),
         # and the sweep would take minutes. The test is about the bytes
         # coming through the faults, so only the MPR limits the QP.
         cc = {'cc_profiles': {'default': {'algorithm': 'none'}}}
-        a, b = (start_daemon(args, e, QP, cc, [memif_port(p, 'client', socks[e][p])
-                                               for p in range(PLANES)], srv6)
-                for e in ('a', 'b'))
+        a = start_daemon(args, 'a', QP, cc, ports['a'], srv6)
+        b = start_daemon(args, 'b', QP, cc, ports['b'], srv6)
         server = subprocess.Popen(perf(args, 'write_bw', 'a', server=True),
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         client = subprocess.Popen(perf(args, 'write_bw', 'b', *BW_SIZES[1:]),

@@ -23,12 +23,11 @@ Addr addr(const char* text) {
 }
 
 TEST(Usid, LocatorIsBlockAndOneNonZeroNodeUsid) {
-  uint16_t node = 0;
-  EXPECT_TRUE(usid_locator(addr("fcbb:bb00:2::").data(), &node));
-  EXPECT_EQ(node, 2);
-  EXPECT_FALSE(usid_locator(addr("fcbb:bb00::").data(), &node));      // no node uSID
-  EXPECT_FALSE(usid_locator(addr("fcbb:bb00:2:3::").data(), &node));  // a path, not a node
-  EXPECT_FALSE(usid_locator(addr("fd00::1").data(), &node));          // not uSID-shaped
+  EXPECT_TRUE(usid_locator(addr("fcbb:bb00:2::").data()));
+  EXPECT_EQ(usid_at(addr("fcbb:bb00:2::").data(), 0), 2);
+  EXPECT_FALSE(usid_locator(addr("fcbb:bb00::").data()));      // no node uSID
+  EXPECT_FALSE(usid_locator(addr("fcbb:bb00:2:3::").data()));  // a path, not a node
+  EXPECT_FALSE(usid_locator(addr("fd00::1").data()));          // not uSID-shaped
 }
 
 TEST(Usid, AppendFillsTheFirstFreeSlot) {
