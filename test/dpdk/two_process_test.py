@@ -46,8 +46,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from softmrcd_test import (Daemon, Failure, Skip, Telemetry, check, plane,  # noqa: E402
-                           summary_counts, telemetry_socket, test_main, wait_for)
+from softmrcd_test import (Daemon, Failure, Skip, Telemetry, check, frames_in,  # noqa: E402
+                           plane, summary_counts, telemetry_socket, test_main, wait_for)
 
 LCORES = {'a': '0@1,1@0', 'b': '0@0,1@1', 'fabric': '0@0,1@1'}
 
@@ -377,10 +377,9 @@ def case_fabric_srv6(args):
                 'duration_ms': 1200}]
     f, a, b, code_a, code_b, out = through_fabric(args, 'srv6', 2, link, traffic, srv6=True)
     check_done(a, b, code_a, code_b)
-    for d in (a, b):
-        ends = re.findall(r'softmrcd: [ab]: sent \d+ packets .*received (\d+), dropped (\d+)',
-                          d.output())
-        check(len(ends) == 1 and int(ends[0][0]) > 0 and ends[0][1] == '0',
+    for d, me in ((a, 'a'), (b, 'b')):
+        ends = frames_in(d.output())
+        check(list(ends) == [me] and ends[me][0] > 0 and ends[me][1] == 0,
               f'frames not taken as addressed to their receiver: {ends}', out)
     hops = fabric_summary(f.output())
     check(hops[(1, 'a_to_b')].get('ev_blackhole', 0) > 0,
