@@ -32,6 +32,15 @@ std::string api_error(const std::string& what, int e) {
   return what + ": " + std::strerror(e);
 }
 
+// A profile id written as a decimal number (1..2^32).
+bool profile_id(const std::string& text, uint64_t* id) {
+  if (text.empty() || text.size() > 10 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  *id = std::stoull(text);
+  return *id != 0;
+}
+
 uint64_t wr_id(uint32_t q, uint64_t n) {
   return static_cast<uint64_t>(q) << 40 | n;
 }
@@ -169,9 +178,13 @@ bool Session::open(std::string* err) {
          {Profile{opt_.ev_profile, SMRC_PROFILE_EV, &a.ev_profile_id, SMRC_QP_EV_PROFILE},
           Profile{opt_.cc_profile, SMRC_PROFILE_CC, &a.cc_profile_id, SMRC_QP_CC_PROFILE}}) {
       if (pr.name.empty()) continue;
+      // A name from the daemon's configuration, else a number: the id of a
+      // profile made with smrcctl (which has no name).
       if (int e = smrc_query_profile(ctx_, pr.kind, pr.name.c_str(), pr.id)) {
-        *err = api_error("profile '" + pr.name + "'", e);
-        return false;
+        if (e != ENOENT || !profile_id(pr.name, pr.id)) {
+          *err = api_error("profile '" + pr.name + "'", e);
+          return false;
+        }
       }
       mask |= pr.mask;
     }

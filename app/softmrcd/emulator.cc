@@ -19,6 +19,7 @@ struct FrameInfo {
   uint32_t header_bytes = 0;  // through the MRC type header; 0: not an MRC frame
   uint32_t ev = 0;            // the UDP source port
   uint32_t ipv6_dst = 0;      // offset of an IPv6 destination address; 0: none
+  uint32_t srh = 0;           // offset of a one-segment SRH; 0: none
   uint8_t dscp = 0;
   uint8_t ecn = 0;
   bool data = false;
@@ -56,6 +57,10 @@ FrameInfo peek(const uint8_t* p, uint32_t len) {
     off += sizeof(Ipv6Hdr);
     if (proto == kIpProtoRouting) {  // an SRv6 SRH: 8 bytes plus 8 per hdr_ext_len
       if (len < off + 8) return f;
+      const bool one_segment = p[off + offsetof(SrhOneSegment, hdr_ext_len)] == 2 &&
+                               p[off + offsetof(SrhOneSegment, routing_type)] == kSrhRoutingType &&
+                               len >= off + sizeof(SrhOneSegment);
+      if (one_segment) f.srh = off;
       proto = p[off];
       off += 8 + 8u * p[off + 1];
     }
@@ -167,9 +172,9 @@ void EmulatedHop::admit_one(rte_mbuf* m, uint64_t now_ns) {
   // The IP header is in the first segment: the framer builds it there.
   if (pm.ce) wire::mark_ce({rte_pktmbuf_mtod(m, uint8_t*), m->data_len});
   // The plane's switches consume the path's uSIDs, one each, down to the
-  // destination's own.
+  // destination's own (going on into the SRH's segment).
   if (usids != nullptr)
-    while (wire::usid_at(usids, 1) != 0) wire::usid_shift(usids);
+    wire::usid_deliver(usids, f.srh != 0 ? rte_pktmbuf_mtod_offset(m, uint8_t*, f.srh) : nullptr);
   const uint32_t payload = f.data && !pm.trimmed && m->pkt_len > f.header_bytes + wire::kIcrcLen
                                ? m->pkt_len - f.header_bytes - wire::kIcrcLen
                                : 0;

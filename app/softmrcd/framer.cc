@@ -72,6 +72,11 @@ bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacA
       has_frame_[i] = 1;
     }
   }
+  // The same frames with an SRH, for SRv6 paths longer than the address.
+  if (ev_mode_ == wire::EvMode::kSrv6) {
+    srh_frames_ = frames_;
+    for (wire::FrameSpec& f : srh_frames_) f.srv6_srh = true;
+  }
   const std::vector<engine::EvEntry> evs = ev_entries(cfg.ev_profiles[cfg.qp.ev_profile], me);
   default_ev_.assign(num_planes_, wire::WireEv{});
   for (auto it = evs.rbegin(); it != evs.rend(); ++it) default_ev_[it->plane] = it->value;
@@ -163,15 +168,18 @@ void Framer::frame(const engine::TxPacket* tx, size_t n, rte_mbuf** out, bool* e
       const wire::WireEv* ev =
           p.ev != engine::kNoEv || names_path(*p.wire_ev) ? p.wire_ev : &default_ev_[p.plane];
       // An SRv6 EV is a path: the destination's own uSID (its address is a
-      // uSID locator, the config checked) ends it.
+      // uSID locator, the config checked) ends it, in the SRH's segment if
+      // the path goes on there.
       wire::WireEv routed;
       if (ev_mode_ == wire::EvMode::kSrv6) {
         routed = *ev;
-        const uint8_t* dest = peer_ip_[size_t{p.peer} * num_planes_ + p.plane].data();
-        if (!wire::usid_append(routed.bytes, wire::usid_at(dest, 0))) {
+        const size_t at = size_t{p.peer} * num_planes_ + p.plane;
+        const wire::Srv6Route route = wire::usid_route(routed.bytes, peer_ip_[at].data());
+        if (route == wire::Srv6Route::kTooLong) {
           ++drops->other[size_t(Drop::kTxBuild)];
           continue;
         }
+        if (route == wire::Srv6Route::kWithSrh) f = spec[i - done] = &srh_frames_[at];
         ev = &routed;
       }
       const wire::TxMarking mark = p.is_data ? wire::TxMarking{dscp.trimmable, wire::kEcnEct0}

@@ -1,7 +1,8 @@
 // The framer: everything about addresses. It holds one wire::FrameSpec per
 // (peer, plane), built from the configuration (a plane's VLAN tag
 // included), and turns the engine's TxPackets into mbufs (in SRv6 mode
-// appending the destination's node uSID to the EV's path); on receive it
+// appending the destination's node uSID to the EV's path, with an SRH when
+// the path is longer than an address holds); on receive it
 // checks that a packet is addressed to the plane's VLAN and IP and names
 // the peer that sent a connectionless probe.
 //
@@ -91,7 +92,8 @@ class Framer {
   uint32_t num_planes_ = 0;
   uint32_t num_peers_ = 0;
   uint32_t self_ = 0;
-  std::vector<wire::FrameSpec> frames_;  // [peer * num_planes_ + plane]
+  std::vector<wire::FrameSpec> frames_;      // [peer * num_planes_ + plane]
+  std::vector<wire::FrameSpec> srh_frames_;  // the same with an SRH (SRv6 mode only)
   std::vector<uint8_t> has_frame_;
   std::vector<wire::WireEv> default_ev_;          // per plane: the path of connectionless replies
   std::vector<std::array<uint8_t, 16>> own_ip_;   // per plane

@@ -254,12 +254,12 @@ Result Registry::modify_fmt(uint64_t id, const FmtChange& c) {
   if (to == ProfileState::kOnline && p.state != ProfileState::kOnline) {
     if (p.widths.empty())
       return Result::error(Err::kInval, pid("format", id) + " cannot go ONLINE without fields");
-    // The sender appends the destination's uSID, and sends no SRH.
+    // The sender appends the destination's uSID to the path.
     if (*p.mode == wire::EvMode::kSrv6 && sum(p.widths) > wire::kSrv6PathMaxBits)
       return Result::error(Err::kNotSup, pid("format", id) + ": " + std::to_string(sum(p.widths)) +
                                              " bits; softmrcd frames SRv6 paths of at most " +
                                              std::to_string(wire::kSrv6PathMaxBits) +
-                                             " (the destination's uSID ends the address; no SRH)");
+                                             " (the destination's uSID ends the path)");
   }
   p.state = to;
   fmts_[id] = p;

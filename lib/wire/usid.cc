@@ -1,7 +1,10 @@
 // SRv6 uSID container operations (see usid.h).
 #include "wire/usid.h"
 
+#include <cstddef>
 #include <cstring>
+
+#include "wire/headers.h"
 
 namespace softmrc::wire {
 
@@ -31,6 +34,26 @@ uint16_t usid_shift(uint8_t container[16]) {
   std::memmove(list, list + kUsidBytes, kept);
   std::memset(list + kept, 0, kUsidBytes);
   return active;
+}
+
+Srv6Route usid_route(uint8_t path[32], const uint8_t dest[16]) {
+  const uint16_t node = usid_at(dest, 0);
+  uint8_t* segment = path + 16;
+  if (usid_at(segment, 0) != 0)
+    return usid_append(segment, node) ? Srv6Route::kWithSrh : Srv6Route::kTooLong;
+  if (usid_append(path, node)) return Srv6Route::kAddress;
+  std::memcpy(segment, dest, kUsidBlockBytes);
+  std::memset(segment + kUsidBlockBytes, 0, 16 - kUsidBlockBytes);
+  usid_append(segment, node);
+  return Srv6Route::kWithSrh;
+}
+
+void usid_deliver(uint8_t address[16], uint8_t* srh) {
+  if (srh != nullptr && srh[offsetof(SrhOneSegment, segments_left)] > 0) {
+    std::memcpy(address, srh + offsetof(SrhOneSegment, segment), 16);
+    srh[offsetof(SrhOneSegment, segments_left)] = 0;
+  }
+  while (usid_at(address, 1) != 0) usid_shift(address);
 }
 
 }  // namespace softmrc::wire

@@ -1,8 +1,10 @@
 // The fabric emulator's data path on real mbufs (app/softmrcd/emulator.h):
 // delivery times, the priority class overtaking queued data, trimming and
 // CE marking of built frames (checked by parsing them again), EV
-// blackholes, loss, the delay line's bound, a hop going down; and the
+// blackholes, loss, the delay line's bound, a hop going down, SRv6 paths
+// routed and consumed (an SRH's segment included); and the
 // goodput trace with the recovery measurement. One EAL for the binary.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <rte_eal.h>
 #include <rte_mbuf.h>
@@ -26,6 +28,10 @@ struct FrameOptions {
   bool data = true;
   wire::IpVersion ip = wire::IpVersion::kV6;
   uint16_t udp_src_port = 0xc000;
+  // SRv6 mode: the path as the framer sends it (the address, and the SRH's
+  // segment if any), instead of a UDP source port.
+  const char* srv6_address = nullptr;
+  const char* srv6_segment = nullptr;
 };
 
 // A frame as softmrcd's framer builds it: data with DSCP 26 and ECT(0),
@@ -41,6 +47,14 @@ std::vector<uint8_t> build(const FrameOptions& o) {
   wire::WireEv ev;
   ev.bytes[0] = static_cast<uint8_t>(o.udp_src_port >> 8);
   ev.bytes[1] = static_cast<uint8_t>(o.udp_src_port);
+  if (o.srv6_address != nullptr) {
+    f.ev_mode = wire::EvMode::kSrv6;
+    EXPECT_EQ(inet_pton(AF_INET6, o.srv6_address, ev.bytes), 1);
+    f.srv6_srh = o.srv6_segment != nullptr;
+    if (f.srv6_srh) {
+      EXPECT_EQ(inet_pton(AF_INET6, o.srv6_segment, ev.bytes + 16), 1);
+    }
+  }
   wire::Transport t;
   std::vector<uint8_t> payload;
   wire::TxMarking mark{48, wire::kEcnNotEct};
@@ -234,6 +248,41 @@ TEST(EmulatedHop, BlackholesTheChosenEvOnly) {
   EXPECT_EQ(drops(hop, fabric::DropReason::kEvBlackhole), 1u);
   hop.set_ev_blackholed(0xc001, false);
   EXPECT_EQ(hop.state().blackholed_evs, 0u);
+}
+
+// An SRv6 plane routes on the active uSID and consumes the path down to the
+// destination's uSID, going on into an SRH's segment; the ICRC stays valid.
+TEST(EmulatedHop, RoutesSrv6PathsAndDeliversThemToTheDestination) {
+  HopConfig c = gbps1(0);
+  c.srv6 = true;
+  EmulatedHop hop;
+  ASSERT_EQ(hop.init(c), nullptr);
+  hop.set_ev_blackholed(0xc001, true);
+  rte_mbuf* pkts[3] = {
+      mbuf_of(build({.srv6_address = "fcbb:bb00:c001:2::"})),
+      mbuf_of(build({.srv6_address = "fcbb:bb00:c002:c005:2::"})),
+      mbuf_of(
+          build({.srv6_address = "fcbb:bb00:c003:1:2:3:4:5", .srv6_segment = "fcbb:bb00:7:2::"})),
+  };
+  hop.admit(pkts, 3, 0);
+  Sink sink;
+  sink.take(hop, 1'000 * kUs);
+  ASSERT_EQ(sink.got.size(), 2u);
+  EXPECT_EQ(drops(hop, fabric::DropReason::kEvBlackhole), 1u);
+  wire::ParseConfig cfg;
+  cfg.ev_mode = wire::EvMode::kSrv6;
+  for (size_t i = 0; i < 2; ++i) {
+    const std::vector<uint8_t> f = bytes_of(sink.got[i]);
+    wire::PacketView v;
+    ASSERT_EQ(wire::parse(f, cfg, &v), wire::ParseStatus::kOk) << i;
+    char dst[INET6_ADDRSTRLEN];
+    EXPECT_STREQ(inet_ntop(AF_INET6, v.dst_ip, dst, sizeof(dst)), "fcbb:bb00:2::") << i;
+    EXPECT_EQ(v.has_srh, i == 1);
+  }
+  const std::vector<uint8_t> srh = bytes_of(sink.got[1]);
+  EXPECT_EQ(srh[sizeof(wire::EthHdr) + sizeof(wire::Ipv6Hdr) +
+                offsetof(wire::SrhOneSegment, segments_left)],
+            0);
 }
 
 TEST(EmulatedHop, LosesAboutTheConfiguredShare) {

@@ -126,5 +126,100 @@ TEST_F(FramerTest, AnUntaggedPlaneTakesUntaggedAndPriorityTaggedFrames) {
   EXPECT_EQ(addressed(1, "fd00::a", false, 0), Framer::Addressed::kOtherIp);
 }
 
+// SRv6 mode: a and b are uSID locators on one plane.
+constexpr const char* kSrv6Config = R"(
+path_mtu: 1024
+endpoints:
+  - name: a
+    ev_mode: srv6
+    planes:
+      - {port: net_null0, mac: "02:00:00:00:00:0a", ip: "fcbb:bb00:1::"}
+peers:
+  - name: b
+    planes:
+      - {mac: "02:00:00:00:00:0b", ip: "fcbb:bb00:2::"}
+)";
+
+class Srv6FramerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string err;
+    ASSERT_TRUE(parse_config(kSrv6Config, "framer_test.yaml", &cfg_, &err)) << err;
+    ASSERT_TRUE(framer_.init(cfg_, 0, {cfg_.endpoints[0].planes[0].mac}, kEal->pool, nullptr, &err))
+        << err;
+  }
+  void TearDown() override { framer_.close(); }
+
+  static void put(const char* text, uint8_t* out) { ASSERT_EQ(inet_pton(AF_INET6, text, out), 1); }
+
+  // A 64-byte Write from a to b on the path `address` (+ `segment`): the
+  // frame, or empty if the framer dropped it.
+  std::vector<uint8_t> frame_write(const char* address, const char* segment) {
+    wire::WireEv path;
+    put(address, path.bytes);
+    if (segment != nullptr) put(segment, path.bytes + 16);
+    const std::vector<uint8_t> payload(64, 0x5a);
+    engine::TxPacket p;
+    p.peer = 1;
+    p.ev = 0;
+    p.wire_ev = &path;
+    p.is_data = true;
+    p.t.opcode = wire::Opcode::kWriteOnly;
+    p.t.dest_qpn = 7;
+    p.t.data.msg_len = 64;
+    p.payload = payload.data();
+    p.payload_len = 64;
+    rte_mbuf* m = nullptr;
+    bool extbuf = false;
+    framer_.frame(&p, 1, &m, &extbuf, &drops_);
+    if (m == nullptr) return {};
+    const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    std::vector<uint8_t> out(d, d + m->data_len);
+    rte_pktmbuf_free(m);
+    return out;
+  }
+
+  static std::string text(const uint8_t* addr) {
+    char buf[INET6_ADDRSTRLEN];
+    return inet_ntop(AF_INET6, addr, buf, sizeof(buf));
+  }
+
+  Config cfg_;
+  Framer framer_;
+  DropCounters drops_;
+};
+
+TEST_F(Srv6FramerTest, APathThatFitsTheAddressEndsAtTheDestinationWithoutAnSrh) {
+  const std::vector<uint8_t> f = frame_write("fcbb:bb00:c001::", nullptr);
+  wire::PacketView v;
+  ASSERT_EQ(wire::parse(f, framer_.parse_config(), &v), wire::ParseStatus::kOk);
+  EXPECT_FALSE(v.has_srh);
+  EXPECT_EQ(text(v.dst_ip), "fcbb:bb00:c001:2::");
+}
+
+TEST_F(Srv6FramerTest, ALongerPathGoesOnInAnSrhThatEndsAtTheDestination) {
+  const std::vector<uint8_t> f = frame_write("fcbb:bb00:1:2:3:4:5:6", "fcbb:bb00:7::");
+  wire::PacketView v;
+  ASSERT_EQ(wire::parse(f, framer_.parse_config(), &v), wire::ParseStatus::kOk);  // ICRC too
+  ASSERT_TRUE(v.has_srh);
+  EXPECT_EQ(text(v.dst_ip), "fcbb:bb00:1:2:3:4:5:6");
+  EXPECT_EQ(text(v.srh_segment), "fcbb:bb00:7:2::");
+  const size_t srh = sizeof(wire::EthHdr) + sizeof(wire::Ipv6Hdr);
+  EXPECT_EQ(f[sizeof(wire::EthHdr) + offsetof(wire::Ipv6Hdr, next_header)], wire::kIpProtoRouting);
+  EXPECT_EQ(f[srh + offsetof(wire::SrhOneSegment, segments_left)], 1);
+  EXPECT_EQ(v.payload_len, 64u);
+  // A full address and no segment: the destination is the segment.
+  const std::vector<uint8_t> six = frame_write("fcbb:bb00:1:2:3:4:5:6", nullptr);
+  ASSERT_EQ(wire::parse(six, framer_.parse_config(), &v), wire::ParseStatus::kOk);
+  ASSERT_TRUE(v.has_srh);
+  EXPECT_EQ(text(v.srh_segment), "fcbb:bb00:2::");
+  EXPECT_EQ(drops_.other[size_t(Drop::kTxBuild)], 0u);
+}
+
+TEST_F(Srv6FramerTest, APathWithNoSlotForTheDestinationIsDroppedAndCounted) {
+  EXPECT_TRUE(frame_write("fcbb:bb00:1:2:3:4:5:6", "fcbb:bb00:7:8:9:a:b:c").empty());
+  EXPECT_EQ(drops_.other[size_t(Drop::kTxBuild)], 1u);
+}
+
 }  // namespace
 }  // namespace softmrc::softmrcd

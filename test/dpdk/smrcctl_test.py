@@ -216,9 +216,10 @@ def case_profiles(args):
         ctl.refused('EINVAL', 'INIT -> ONLINE is not a move', *p, 'fmt', 'set', '10', 'state', 'online')
         ctl.refused('EINVAL', 'cannot go OFFLINE without a mode', *p, 'fmt', 'set', '10', 'state',
                     'offline')
-        ctl.ok(*p, 'fmt', 'set', '10', 'mode', 'srv6', 'widths', '32,16,16,16,16,16,16', 'state',
-               'offline')
-        ctl.refused('ENOTSUP', 'frames SRv6 paths of at most 112', *p, 'fmt', 'set', '10', 'state',
+        # The address and the SRH's segment, full: no slot for the destination.
+        ctl.ok(*p, 'fmt', 'set', '10', 'mode', 'srv6', 'widths', ','.join((['32'] + ['16'] * 6) * 2),
+               'state', 'offline')
+        ctl.refused('ENOTSUP', 'frames SRv6 paths of at most 240', *p, 'fmt', 'set', '10', 'state',
                     'online')
         ctl.ok(*p, 'fmt', 'set', '10', 'widths', '32,16,16,16,16', 'state', 'online')
         ctl.ok(*p, 'fmt', 'create', '11')
@@ -281,7 +282,7 @@ def case_profiles(args):
             doc = f.read()
         for text in ('EINVAL', 'EBUSY', 'ENOENT', 'E2BIG', 'ENOTSUP', 'EEXIST', 'ENOSPC', 'EPERM',
                      'is not a move', 'cannot go OFFLINE without', 'is unpopulated',
-                     'declared in the configuration file', 'frames SRv6 paths of at most 112'):
+                     'declared in the configuration file', 'frames SRv6 paths of at most 240'):
             check(text in doc, f'docs/controller.md does not mention {text!r}')
         stop(d)
     finally:

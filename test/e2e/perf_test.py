@@ -18,7 +18,9 @@ and a client on daemon b. One --case per test:
              down and up every 0.2 s: write_bw from 1 B to 64 MiB, every
              size's bytes checked, no application-visible error
   fabric_srv6  the same with the daemons and the fabric's link in SRv6
-             mode (application QPs on uSID paths the fabric routes on)
+             mode (application QPs on uSID paths the fabric routes on);
+             b's Writes take seven-hop paths, six uSIDs in the address and
+             one in an SRH, from an EV profile made with smrcctl
 
 Every run sleeps on a completion channel (-e): four busy pollers on two
 CPUs would measure the scheduler, not smrc-perf. Exit 0 on success, 1 with
@@ -33,7 +35,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from api_test import PLANES, outputs, sock, start_daemon, start_pair, stop  # noqa: E402
+from api_test import PLANES, ctl, outputs, sock, start_daemon, start_pair, stop  # noqa: E402
 from softmrcd_test import Failure, Telemetry, check, telemetry_socket, test_main  # noqa: E402
 from two_process_test import fabric_summary, row, start_fabric  # noqa: E402
 
@@ -227,6 +229,31 @@ def case_fabric_srv6(args):
     through_fabric(args, srv6=True)
 
 
+# SRv6 format and EV profile 10: paths of seven hops, six uSIDs in the
+# address and one in an SRH's segment, each container under the plane's
+# block (two_process_test.srv6_plane); every bit of an entry is stored as is.
+SRH_WIDTHS = [32] + [16] * 6 + [32, 16]
+
+
+def srh_profile(args, me):
+    """Makes EV profile 10 on daemon `me`: two SRH paths per plane."""
+    p = ('profile',)
+    ctl(args, me, *p, 'fmt', 'create', '10')
+    ctl(args, me, *p, 'fmt', 'set', '10', 'mode', 'srv6', 'widths',
+        ','.join(map(str, SRH_WIDTHS)), 'state', 'offline')
+    ctl(args, me, *p, 'fmt', 'set', '10', 'state', 'online')
+    fields = '/'.join(f'{w}:0:0:{(1 << w) - 1:#x}:{(1 << w) - 1:#x}' for w in SRH_WIDTHS)
+    ctl(args, me, *p, 'ev', 'create', '10')
+    ctl(args, me, *p, 'ev', 'set', '10', 'mode', 'explicit', 'fmt', '10', 'count', str(2 * PLANES),
+        'fields', fields, 'state', 'offline')
+    for i in range(2 * PLANES):
+        plane, path = i % PLANES, i // PLANES
+        block = f'fcbbbb0{plane:x}'
+        value = block + f'c{plane:x}0{path + 1}' + '0001000200030004' + '0005' + block + '0007'
+        ctl(args, me, *p, 'ev', 'replace', '10', str(i), '0x' + value, str(plane + 1))
+    ctl(args, me, *p, 'ev', 'set', '10', 'state', 'online')
+
+
 def through_fabric(args, srv6):
     """BW_SIZES from b to a through smrc-fabric, plane 0 going down and up
     while they stream."""
@@ -247,19 +274,27 @@ def through_fabric(args, srv6):
         cc = {'cc_profiles': {'default': {'algorithm': 'none'}}}
         a = start_daemon(args, 'a', QP, cc, ports['a'], srv6)
         b = start_daemon(args, 'b', QP, cc, ports['b'], srv6)
+        # smrc-perf takes a profile made with smrcctl by its number.
+        long_paths = []
+        if srv6:
+            srh_profile(args, 'b')
+            long_paths = ['--ev-profile', '10']
         server = subprocess.Popen(perf(args, 'write_bw', 'a', server=True),
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        client = subprocess.Popen(perf(args, 'write_bw', 'b', *BW_SIZES[1:]),
+        client = subprocess.Popen(perf(args, 'write_bw', 'b', *BW_SIZES[1:], *long_paths),
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         # The Writes go b -> a. While they stream, plane 0 fails again and
         # again: 0.2 s down, 0.2 s up.
         t = Telemetry(telemetry_socket(f.prefix), ready='/softmrc/links')
         deadline = time.monotonic() + 120
+        attached = 0
         while client.poll() is None:
             check(time.monotonic() < deadline, 'the client did not finish in 120 s')
             for state in ('down', 'up'):
                 t.query(f'/softmrc/fabric/set,0,0,state,{state}')
                 time.sleep(0.2)
+            if srv6:
+                attached = max(attached, ctl(args, 'b', 'profile', 'ev', 'show', '10')['attached_qps'])
         out_c, _ = client.communicate(timeout=120)
         out_s, _ = server.communicate(timeout=30)
         check(client.returncode == 0 and server.returncode == 0,
@@ -267,8 +302,11 @@ def through_fabric(args, srv6):
               f'{out_s}')
         print(out_c + out_s, end='')
         check_sizes(out_c, out_s)
+        check(not srv6 or attached == 1, f'{attached} QPs on the SRH paths, want the client\'s')
         # In SRv6 mode a frame the fabric did not route to its destination's
-        # own address would be dropped as not for us.
+        # own address would be dropped as not for us (an SRH path the
+        # fabric did not follow into the segment too), one b could not
+        # frame as a build error.
         for d, me in ((a, 'a'), (b, 'b')):
             drops = Telemetry(telemetry_socket(d.prefix)).query(f'/softmrc/drops,{me}')[me]
             check(drops['total'] == 0, f'{me} dropped frames: {drops}')
@@ -306,4 +344,4 @@ def with_daemons(args, body, extra=None):
 
 
 if __name__ == '__main__':
-    sys.exit(test_main(globals(), __doc__, 'smrc-perf', 'smrc-fabric'))
+    sys.exit(test_main(globals(), __doc__, 'smrc-perf', 'smrc-fabric', 'smrcctl'))

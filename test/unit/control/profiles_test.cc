@@ -93,6 +93,9 @@ TEST_F(ProfilesTest, FormatRefusedMoves) {
 // softmrcd appends the destination's uSID to an SRv6 path and sends no
 // SRH, so a path leaves the address's last 16 bits free.
 TEST_F(ProfilesTest, Srv6FormatGoesOnlineIfTheDestinationStillFits) {
+  // The address and the SRH's segment, each a block and six uSIDs.
+  const std::vector<uint32_t> two_containers{32, 16, 16, 16, 16, 16, 16,
+                                             32, 16, 16, 16, 16, 16, 16};
   uint64_t fits = 0, wide = 0;
   ASSERT_TRUE(r.create_fmt(0, &fits).ok());
   ASSERT_TRUE(r.modify_fmt(fits, {wire::EvMode::kSrv6, std::vector<uint32_t>{32, 16, 16, 16, 16},
@@ -100,16 +103,14 @@ TEST_F(ProfilesTest, Srv6FormatGoesOnlineIfTheDestinationStillFits) {
                   .ok());
   EXPECT_TRUE(r.modify_fmt(fits, {{}, {}, ProfileState::kOnline}).ok());
   ASSERT_TRUE(r.create_fmt(0, &wide).ok());
-  ASSERT_TRUE(
-      r.modify_fmt(wide, {wire::EvMode::kSrv6, std::vector<uint32_t>{32, 16, 16, 16, 16, 16, 16},
-                          ProfileState::kOffline})
-          .ok());  // valid: 128 bits fit the address
+  ASSERT_TRUE(r.modify_fmt(wide, {wire::EvMode::kSrv6, two_containers, ProfileState::kOffline})
+                  .ok());  // valid: 256 bits fit the address and the SRH
   const Result res = r.modify_fmt(wide, {{}, {}, ProfileState::kOnline});
   EXPECT_EQ(res.code, Err::kNotSup);
-  EXPECT_NE(res.message.find("at most 112"), std::string::npos) << res.message;
-  ASSERT_TRUE(
-      r.modify_fmt(wide, {{}, std::vector<uint32_t>{32, 16, 16, 16, 16, 16}, ProfileState::kOnline})
-          .ok());  // 112 bits: the last uSID is the destination's
+  EXPECT_NE(res.message.find("at most 240"), std::string::npos) << res.message;
+  std::vector<uint32_t> less_one(two_containers.begin(), two_containers.end() - 1);
+  EXPECT_TRUE(r.modify_fmt(wide, {{}, less_one, ProfileState::kOnline})
+                  .ok());  // 240 bits: the last uSID is the destination's
 }
 
 TEST_F(ProfilesTest, FormatBusyWhileAnOnlineEvProfileUsesIt) {
