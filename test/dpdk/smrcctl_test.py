@@ -90,7 +90,7 @@ def case_commands(args):
     try:
         dev = ctl.ok('dev', 'show')
         check(dev['ports'] == 2 and dev['port_mask'] == 6 and
-              dev['ev_fmt_modes'] == ['udp', 'stev', 'srv6'] and
+              dev['ev_fmt_modes'] == ['udp', 'stev', 'srv6'] and dev['srv6_max_path_bits'] == 240 and
               'nscc' in dev['cc_algorithms'] and dev['endpoints'] == ['a', 'b'], f'dev {dev}')
         ports = {r['name']: r for r in ctl.ok('port', 'show')}
         check(set(ports) == {'a/0', 'a/1', 'b/0', 'b/1'} and ports['a/0']['in_use'] == 1, f'{ports}')
