@@ -32,7 +32,7 @@ std::string api_error(const std::string& what, int e) {
   return what + ": " + std::strerror(e);
 }
 
-// A profile id written as a decimal number (1..2^32).
+// A profile id: a decimal number other than 0, of at most ten digits.
 bool profile_id(const std::string& text, uint64_t* id) {
   if (text.empty() || text.size() > 10 ||
       !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
