@@ -80,6 +80,8 @@ def start_daemon(args, me, qp=None, extra=None, ports=None, srv6=False):
     d.cmd[i:i + 2] = ['--lcores', LCORES[me]]
     d.start()
     d.read_until(r'applications connect to', timeout=15)
+    # The control socket opens after the applications' (smrcctl's cases).
+    d.read_until(r'softmrcd: control socket', timeout=15)
     return d
 
 
