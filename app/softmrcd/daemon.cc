@@ -352,10 +352,11 @@ void Daemon::control_step(uint64_t now) {
   const std::vector<EndpointSnapshot> snaps = snapshots();
   switch (phase()) {
     case Phase::kRun: {
+      // A flow sent from here must have a limit; one that only arrives
+      // here is over once its end arrived (txgen.h), limit or not.
       bool bounded = !opt_.interactive && !cfg_.traffic.empty();
       for (const FlowSpec& f : cfg_.traffic)
-        if (f.from < cfg_.hosted || f.to < cfg_.hosted)
-          bounded = bounded && (f.messages || f.duration_ns);
+        if (f.from < cfg_.hosted) bounded = bounded && (f.messages || f.duration_ns);
       bool finished = bounded;
       for (const EndpointSnapshot& s : snaps) finished = finished && s.txgen_finished;
       if (finished) request_stop("traffic done");
@@ -364,7 +365,7 @@ void Daemon::control_step(uint64_t now) {
     case Phase::kDrain: {
       bool idle = true;
       for (const EndpointSnapshot& s : snaps)
-        idle = idle && s.txgen.in_flight == 0 && s.app_outstanding == 0;
+        idle = idle && s.txgen.in_flight == 0 && s.txgen.ends_owed == 0 && s.app_outstanding == 0;
       if (idle || now >= phase_deadline_ns_) {
         phase_deadline_ns_ = now + kFlushTimeoutNs;
         phase_.store(Phase::kFlush, std::memory_order_release);

@@ -307,7 +307,7 @@ void EndpointTask::poll_links(uint64_t tsc, uint64_t now) {
 
 void EndpointTask::on_phase(Phase phase, uint64_t now) {
   if (seen_phase_ == Phase::kRun) {
-    txgen_.stop();
+    txgen_.end_flows();
     txgen_.counters().in_flight_at_stop = txgen_.in_flight();
   }
   seen_phase_ = phase;
@@ -528,6 +528,7 @@ void EndpointTask::publish(uint64_t now) {
   s.engine = ep_.counters();
   s.txgen = txgen_.counters();
   s.txgen.in_flight = txgen_.in_flight();
+  s.txgen.ends_owed = txgen_.ends_owed();
   s.txgen_finished = txgen_.finished();
   s.app_outstanding = app_ ? app_->outstanding(ep_) : 0;
   s.app_flushed_qps = app_flushed_qps_;

@@ -67,6 +67,7 @@ struct TxgenCounters {
   uint64_t completed = 0;
   uint64_t completed_bytes = 0;
   uint64_t in_flight = 0;  // messages posted, not completed (at the snapshot)
+  uint64_t ends_owed = 0;  // flows at their limit whose end has not completed (ditto)
   // Responder side.
   uint64_t verified = 0;  // messages whose every byte was checked
   uint64_t verified_bytes = 0;

@@ -62,6 +62,14 @@ void Txgen::stop() {
   for (Sender& s : senders_) s.active = false;
 }
 
+void Txgen::end_flows() {
+  for (Sender& s : senders_) {
+    s.active = false;
+    // A flow still waiting for its peer sent nothing, and owes no end.
+    if (!s.waiting) s.exhausted = true;
+  }
+}
+
 bool Txgen::may_post(const Sender& s, engine::TimeNs now) const {
   const FlowSpec& f = s.s.flow;
   return s.active && (f.messages == 0 || s.next < f.messages) && now < s.deadline;
@@ -352,6 +360,12 @@ bool Txgen::finished() const {
 uint64_t Txgen::in_flight() const {
   uint64_t n = 0;
   for (const Sender& s : senders_) n += s.outstanding;
+  return n;
+}
+
+uint64_t Txgen::ends_owed() const {
+  uint64_t n = 0;
+  for (const Sender& s : senders_) n += s.exhausted && !s.failed && !s.ended;
   return n;
 }
 

@@ -26,7 +26,9 @@
 // immediate is the number of messages (in write mode: a marker naming no
 // new message). The responder checks that number and knows the flow is
 // over, which is how a responder in another process learns when to stop.
-// It then lingers until nothing has arrived on the QP for `linger_ns`, so
+// A daemon that is stopping ends its flows the same way (end_flows()), so
+// the responder learns how many messages there were and stops too. It then
+// lingers until nothing has arrived on the QP for `linger_ns`, so
 // that a lost ACK of the end is answered when the requester resends it.
 //
 // A requester whose responder is hosted elsewhere starts only when that
@@ -97,6 +99,9 @@ class Txgen {
   void start(engine::TimeNs now);
   // Stop posting; what is outstanding still completes.
   void stop();
+  // Stop posting for good: every flow ends as if it had reached its limit,
+  // with its end once what is outstanding completed.
+  void end_flows();
 
   // Once per lcore pass: post what the senders' windows allow and check a
   // slice of what the receivers have not checked yet.
@@ -111,6 +116,7 @@ class Txgen {
   // and every flow from another process ended here.
   bool finished() const;
   uint64_t in_flight() const;  // messages posted, not completed
+  uint64_t ends_owed() const;  // flows at their limit whose end has not completed
   const TxgenCounters& counters() const { return counters_; }
   TxgenCounters& counters() { return counters_; }
 

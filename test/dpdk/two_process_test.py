@@ -7,6 +7,9 @@ the shared EAL config that memif needs), and checks what both say.
                   plane's server), a Write flow a -> b limited by duration
                   and a WIMM flow b -> a limited by count; every byte
                   verified on both sides
+  memif_sigterm   the same link, a Write flow a -> b without a limit; a
+                  stopped by SIGTERM ends it, and b stops by itself once
+                  it checked every message a completed
   bad_config      flows to peers: the checks a config gets, with the
                   messages docs/configuration.md lists
   fabric_memif    a and b as memif clients of smrc-fabric, 3 planes: random
@@ -28,7 +31,8 @@ the shared EAL config that memif needs), and checks what both say.
                   a -> b; a's tap of plane 1 is taken down mid-transfer
                   (ip link set ... down): both see the plane's EVs go
                   unusable, the other planes carry the transfer; it comes
-                  back; SIGTERM to a, then b: every byte verified
+                  back; SIGTERM to a, which ends the flow, and b stops by
+                  itself: every byte verified
 
 Both configs list the same `traffic`, so that each process knows the
 other's QPNs and keys (app/softmrcd/traffic_plan.h). The two busy lcores
@@ -109,13 +113,14 @@ def mib(output):
     return float(m.group(1)) if m else 0.0
 
 
-def check_done(a, b, code_a, code_b, b_to_a=None, stop='traffic done'):
-    """Both exited 0 and every message a flow sent was verified at the other end."""
+def check_done(a, b, code_a, code_b, b_to_a=None, stop=('traffic done', 'traffic done')):
+    """Both exited 0, each stopping for its reason in `stop`, and every
+    message a flow sent was verified at the other end."""
     out = both_output(a, b)
     check(code_a == 0 and code_b == 0, f'exit status a {code_a}, b {code_b}', out)
-    for d in (a, b):
+    for d, why in zip((a, b), stop):
         check('softmrcd: PASS' in d.output(), 'no PASS line', out)
-        check(f'stopping ({stop})' in d.output(), f'did not stop on {stop}', out)
+        check(f'stopping ({why})' in d.output(), f'{d.prefix} did not stop on {why}', out)
     sa, sb = summary_counts(a.output()), summary_counts(b.output())
     for name, s in (('a', sa), ('b', sb)):
         check(s['mismatches'] == 0 and s['errors'] == 0 and s['flushed'] == 0,
@@ -158,17 +163,27 @@ def poll_row(what, t, cmd, key, cond, output=''):
                 output=output)
 
 
-def case_memif(args):
-    planes = 3
+def memif_pair(args, case, planes, traffic):
+    """a, every plane's memif server, and b, its client, running `traffic`."""
     socks = [os.path.join(args.workdir, f'memif-p{p}.sock') for p in range(planes)]
     for s in socks:
         if os.path.exists(s):
             os.unlink(s)
+    a = daemon(args, case, 'a', [memif_port(p, 'server', socks[p]) for p in range(planes)],
+               traffic).start()
+    try:
+        # A memif client's port fails to start without its server's socket.
+        wait_for('the memif servers\' sockets', lambda: a._read(0.05) and all(map(os.path.exists,
+                                                                            socks)),
+                 timeout=10, output=a.output())
+        return a, daemon(args, case, 'b', [memif_port(p, 'client', socks[p])
+                                           for p in range(planes)], traffic).start()
+    except Failure as e:
+        raise Failure(str(e) + '\n' + final_output(a, None)) from None
 
-    def ports(role):
-        return [f'net_memif{p},role={role},id=0,socket={socks[p]},socket-abstract=no'
-                for p in range(planes)]
 
+def case_memif(args):
+    planes = 3
     messages_b_to_a = 2000
     traffic = [
         {'from': 'a', 'to': 'b', 'qps': 2, 'op': 'write', 'size': 16384, 'window': 4,
@@ -176,14 +191,8 @@ def case_memif(args):
         {'from': 'b', 'to': 'a', 'qps': 1, 'op': 'wimm', 'size': 8192, 'window': 4,
          'messages': messages_b_to_a},
     ]
-    a = daemon(args, 'memif', 'a', ports('server'), traffic).start()
-    b = None
+    a, b = memif_pair(args, 'memif', planes, traffic)
     try:
-        # A memif client's port fails to start without its server's socket.
-        wait_for('the memif servers\' sockets', lambda: a._read(0.05) and all(map(os.path.exists,
-                                                                            socks)),
-             timeout=10, output=a.output())
-        b = daemon(args, 'memif', 'b', ports('client'), traffic).start()
         # Every plane carries data both ways, as b's telemetry shows, and
         # nothing was dropped.
         t = Telemetry(telemetry_socket(b.prefix))
@@ -201,8 +210,7 @@ def case_memif(args):
         raise Failure(str(e) + '\n' + final_output(a, b)) from None
     finally:
         a.kill()
-        if b:
-            b.kill()
+        b.kill()
     check_done(a, b, code_a, code_b, messages_b_to_a)
     out = both_output(a, b)
     check('peer b answered a probe' in a.output() and 'peer a answered a probe' in b.output(),
@@ -210,6 +218,27 @@ def case_memif(args):
     for d, me in ((a, 'a'), (b, 'b')):
         check(re.search(rf'{me}\[.*planes 111 ', d.output()), f'{me} never used all planes',
               out)
+
+
+def case_memif_sigterm(args):
+    """A requester stopped by SIGTERM ends its flows: the responder, in
+    the other process, learns how many messages there were, checks them
+    all and stops by itself."""
+    # No limit: only the signal ends the flow.
+    traffic = [{'from': 'a', 'to': 'b', 'qps': 2, 'op': 'write', 'size': 16384, 'window': 4}]
+    a, b = memif_pair(args, 'memif_sigterm', 2, traffic)
+    try:
+        t = Telemetry(telemetry_socket(b.prefix))
+        wait_for('messages verified at b', lambda: t.query('/softmrc/stats,b')['b'][
+            'txgen_verified'] > 100, timeout=20, output=a.output())
+        a.proc.send_signal(signal.SIGTERM)
+        code_a, code_b = wait_both(a, b, timeout=20)
+    except Failure as e:
+        raise Failure(str(e) + '\n' + final_output(a, b)) from None
+    finally:
+        a.kill()
+        b.kill()
+    check_done(a, b, code_a, code_b, stop=('SIGTERM', 'traffic done'))
 
 
 def memif_port(n, role, sock):
@@ -610,18 +639,16 @@ def case_tap_plane_down(args):
             v2 = verified()
             wait_for('messages after the plane came back', lambda: verified() > v2,
                  output=both_output(a, b))
-            # The requester stops first and lets what it sent complete; by
-            # then the responder has checked all of it.
+            # The requester stops, lets what it sent complete and ends its
+            # flow; the responder checks all of it and stops by itself.
             a.proc.send_signal(signal.SIGTERM)
-            code_a = a.wait(20)
-            b.proc.send_signal(signal.SIGTERM)
-            code_b = b.wait(20)
+            code_a, code_b = wait_both(a, b, timeout=20)
         except Failure as e:
             raise Failure(str(e) + '\n' + final_output(a, b)) from None
         finally:
             a.kill()
             b.kill()
-    check_done(a, b, code_a, code_b, stop='SIGTERM')
+    check_done(a, b, code_a, code_b, stop=('SIGTERM', 'traffic done'))
 
 
 PLANES_C = [{'mac': f'02:00:00:00:0c:{p:02x}', 'ip': f'fd00:0:0:{p}::c'} for p in range(2)]

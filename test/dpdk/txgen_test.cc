@@ -1,7 +1,8 @@
 // The traffic generator (app/softmrcd/txgen.h) between two engine endpoints
 // in virtual time (the engine tests' harness): every message is checked,
-// a wrong byte is caught, and a responder whose checking lags far behind
-// what arrives still checks every message before its slot is reused.
+// a wrong byte is caught, a responder whose checking lags far behind what
+// arrives still checks every message before its slot is reused, and a flow
+// ended by a stopping daemon tells its responder how many messages it had.
 // Nothing here needs the EAL; the suite is dpdk's because softmrcd's
 // headers are.
 #include "softmrcd/txgen.h"
@@ -28,6 +29,9 @@ struct Flow {
   uint32_t check_every = 1;  // b checks in one pass of this many
   // Flips a byte of a's copy of this message once it is posted.
   uint64_t corrupt = UINT64_MAX;
+  // b's receiver as for a requester in another process: done only after the
+  // end arrived and the QP was quiet for 1 ms.
+  bool remote = false;
 };
 
 // A flow from a to b over the harness, softmrcd's lcore order in each pass.
@@ -39,13 +43,15 @@ class Pair {
     Txgen::SenderSetup s{h_.a().qpn, f, 7, h_.a().mem.data(), h_.a().key, kRegionVa[1], h_.b().key};
     s.local_va = kRegionVa[0];
     gen_[0].add_sender(s);
-    Txgen::ReceiverSetup r{h_.b().qpn, f, 7, h_.b().mem.data()};
+    Txgen::ReceiverSetup r{h_.b().qpn, f, 7, h_.b().mem.data(), flow.remote, 1'000'000};
     EXPECT_TRUE(gen_[1].add_receiver(r, h_.b().ep).ok());
     gen_[0].start(h_.now());
     h_.set_app([this](int side) { return pass(side); });
   }
 
   bool run(const std::function<bool()>& until) { return h_.run(until, 2'000'000'000); }
+  // Lets virtual time pass with nothing in flight (a responder's linger).
+  void idle_for(engine::TimeNs ns) { h_.run_for(ns); }
   Txgen& a() { return gen_[0]; }
   Txgen& b() { return gen_[1]; }
 
@@ -160,6 +166,28 @@ TEST_P(TxgenOp, FinishChecksWhatIsLeft) {
   p.b().finish_checks();
   EXPECT_EQ(p.b().counters().verified, completed);
   EXPECT_EQ(p.b().counters().mismatches, 0u);
+}
+
+// The daemon's shutdown on the requester's side: a flow without a limit
+// ends as if it had reached one, so a responder in another process learns
+// how many messages there were, checks them all and is done.
+TEST_P(TxgenOp, EndedFlowTellsTheResponderItsCount) {
+  Flow r = flow();
+  r.messages = 0;
+  r.remote = true;
+  Pair p(r);
+  ASSERT_TRUE(p.run([&] { return p.a().counters().completed >= 20; }));
+  EXPECT_FALSE(p.b().finished());
+  p.a().end_flows();
+  EXPECT_EQ(p.a().ends_owed(), 1u);
+  ASSERT_TRUE(p.run([&] { return p.a().finished(); }));
+  EXPECT_EQ(p.a().ends_owed(), 0u);
+  p.idle_for(2'000'000);
+  ASSERT_TRUE(p.run([&] { return p.b().finished(); }));
+  const TxgenCounters a = p.a().counters(), b = p.b().counters();
+  EXPECT_EQ(a.completed, a.posted);
+  EXPECT_EQ(b.verified, a.completed);
+  EXPECT_EQ(a.errors + b.errors + b.mismatches, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, TxgenOp, testing::Values(TrafficOp::kWimm, TrafficOp::kWrite),
