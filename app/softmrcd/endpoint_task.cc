@@ -315,6 +315,7 @@ void EndpointTask::on_phase(Phase phase, uint64_t now) {
     engine::QpAttr a;
     a.state = engine::QpState::kError;
     for (uint32_t qpn : qpns_) (void)ep_.modify_qp(qpn, a, engine::kAttrState, now);
+    txgen_.abandon();
     if (app_) app_flushed_qps_ = app_->flush(ep_, now);
     drain_engine(now);
     txgen_.finish_checks();

@@ -357,6 +357,14 @@ bool Txgen::finished() const {
   return true;
 }
 
+void Txgen::abandon() {
+  for (Sender& s : senders_) {
+    s.active = false;
+    s.marked = s.next;
+    if (!s.end_posted) s.end_posted = s.ended = true;
+  }
+}
+
 uint64_t Txgen::in_flight() const {
   uint64_t n = 0;
   for (const Sender& s : senders_) n += s.outstanding;

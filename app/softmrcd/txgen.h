@@ -102,6 +102,9 @@ class Txgen {
   // Stop posting for good: every flow ends as if it had reached its limit,
   // with its end once what is outstanding completed.
   void end_flows();
+  // The QPs were flushed: nothing more can be posted, no batch marker and
+  // no end (a flow's end then goes unsent, and is owed no more).
+  void abandon();
 
   // Once per lcore pass: post what the senders' windows allow and check a
   // slice of what the receivers have not checked yet.

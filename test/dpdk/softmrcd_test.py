@@ -660,6 +660,8 @@ def case_sigterm(args, drain_ms=2000):
     in_flight, drained, flushed = map(int, m.groups())
     s = summary_counts(out)
     check(s['errors'] == 0 and s['mismatches'] == 0, f'errors: {s}', out)
+    # Nothing is posted to a flushed QP (a flow's end or batch marker).
+    check(not re.search(r'^softmrcd: txgen: QP \d+: ', out, re.M), 'a txgen error', out)
     check(s['posted'] == s['completed'] + s['flushed'], f'messages unaccounted for: {s}', out)
     # A flushed message may already have been placed at the responder (its
     # ACK was still on the way), so verified lies between the two.
