@@ -294,7 +294,8 @@ def through_fabric(args, srv6):
                 t.query(f'/softmrc/fabric/set,0,0,state,{state}')
                 time.sleep(0.2)
             if srv6:
-                attached = max(attached, ctl(args, 'b', 'profile', 'ev', 'show', '10')['attached_qps'])
+                shown = ctl(args, 'b', 'profile', 'ev', 'show', '10')
+                attached = max(attached, shown['attached_qps'])
         out_c, _ = client.communicate(timeout=120)
         out_s, _ = server.communicate(timeout=30)
         check(client.returncode == 0 and server.returncode == 0,
