@@ -484,8 +484,10 @@ int stream(const char* sock, bool send, bool until_flush = false, uint64_t ev_pr
   uint32_t qpn, rkey;
   uint64_t addr;
   smrc_gid gid;
+  // A retry budget of about half a second: no case waits for this QP to
+  // fail, and a daemon lcore descheduled for tens of ms must not fail it.
   if (!exchange(b, &qpn, &rkey, &addr, &gid) ||
-      to_rts(b.qp, gid, qpn, 12, 2, ev_profile, cc_profile) != 0)
+      to_rts(b.qp, gid, qpn, 14, 4, ev_profile, cc_profile) != 0)
     return 3;
   std::printf("ready\n");
   std::fflush(stdout);
