@@ -57,10 +57,8 @@ FrameInfo peek(const uint8_t* p, uint32_t len) {
     off += sizeof(Ipv6Hdr);
     if (proto == kIpProtoRouting) {  // an SRv6 SRH: 8 bytes plus 8 per hdr_ext_len
       if (len < off + 8) return f;
-      const bool one_segment = p[off + offsetof(SrhOneSegment, hdr_ext_len)] == 2 &&
-                               p[off + offsetof(SrhOneSegment, routing_type)] == kSrhRoutingType &&
-                               len >= off + sizeof(SrhOneSegment);
-      if (one_segment) f.srh = off;
+      // The segment a switch may take as the address: as parse() reads it.
+      if (len >= off + sizeof(SrhOneSegment) && is_one_segment_srh(p + off)) f.srh = off;
       proto = p[off];
       off += 8 + 8u * p[off + 1];
     }

@@ -133,6 +133,14 @@ struct SrhOneSegment {
   uint8_t segment[16];
 };
 
+// Whether the sizeof(SrhOneSegment) bytes at `srh` are an SRH as MRC's
+// SRv6 mode uses it: a segment routing header with exactly one segment.
+inline bool is_one_segment_srh(const uint8_t* srh) {
+  return srh[offsetof(SrhOneSegment, routing_type)] == kSrhRoutingType &&
+         srh[offsetof(SrhOneSegment, hdr_ext_len)] == 2 &&
+         srh[offsetof(SrhOneSegment, last_entry)] == 0;
+}
+
 struct UdpHdr {
   Be16 src_port;
   Be16 dst_port;

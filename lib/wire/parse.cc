@@ -147,11 +147,7 @@ ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, Packet
     if (l4_proto == kIpProtoRouting) {
       if (ip_end < off + sizeof(SrhOneSegment)) return reject(out, ParseStatus::kTruncated);
       const uint8_t* srh = base + off;
-      // MRC's SRv6 mode uses exactly one 128-bit segment.
-      if (srh[offsetof(SrhOneSegment, routing_type)] != kSrhRoutingType ||
-          srh[offsetof(SrhOneSegment, hdr_ext_len)] != 2 ||
-          srh[offsetof(SrhOneSegment, last_entry)] != 0)
-        return reject(out, ParseStatus::kNotUdp);
+      if (!is_one_segment_srh(srh)) return reject(out, ParseStatus::kNotUdp);
       v.has_srh = true;
       std::memcpy(v.srh_segment, srh + offsetof(SrhOneSegment, segment), 16);
       l4_proto = srh[offsetof(SrhOneSegment, next_header)];
