@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "cli/number.h"
 #include "pattern/pattern.h"
 
 namespace softmrc::perf {
@@ -30,15 +31,6 @@ int64_t now_ns() {
 std::string api_error(const std::string& what, int e) {
   if (e == ENOTCONN) return what + ": softmrcd went away";
   return what + ": " + std::strerror(e);
-}
-
-// A profile id: a decimal number other than 0, of at most ten digits.
-bool profile_id(const std::string& text, uint64_t* id) {
-  if (text.empty() || text.size() > 10 ||
-      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return false;
-  *id = std::stoull(text);
-  return *id != 0;
 }
 
 uint64_t wr_id(uint32_t q, uint64_t n) {
@@ -181,7 +173,7 @@ bool Session::open(std::string* err) {
       // A name from the daemon's configuration, else a number: the id of a
       // profile made with smrcctl (which has no name).
       if (int e = smrc_query_profile(ctx_, pr.kind, pr.name.c_str(), pr.id)) {
-        if (e != ENOENT || !profile_id(pr.name, pr.id)) {
+        if (e != ENOENT || !cli::parse_uint(pr.name, 1, UINT64_MAX, pr.id)) {
           *err = api_error("profile '" + pr.name + "'", e);
           return false;
         }
