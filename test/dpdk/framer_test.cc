@@ -35,6 +35,19 @@ peers:
       - {mac: "02:00:00:01:00:0b", ip: "fd01::b"}
 )";
 
+// The frame `framer` builds of `p`, or empty if it dropped the packet
+// (counted in `drops`).
+std::vector<uint8_t> frame_one(Framer& framer, const engine::TxPacket& p, DropCounters* drops) {
+  rte_mbuf* m = nullptr;
+  bool extbuf = false;
+  framer.frame(&p, 1, &m, &extbuf, drops);
+  if (m == nullptr) return {};
+  const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+  std::vector<uint8_t> out(d, d + m->data_len);
+  rte_pktmbuf_free(m);
+  return out;
+}
+
 class FramerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -56,15 +69,9 @@ class FramerTest : public ::testing::Test {
     p.t.opcode = wire::Opcode::kAck;
     p.t.dest_qpn = 7;
     p.t.psn = 100;
-    rte_mbuf* m = nullptr;
-    bool extbuf = false;
     DropCounters drops;
-    framer_.frame(&p, 1, &m, &extbuf, &drops);
-    EXPECT_NE(m, nullptr);
-    if (m == nullptr) return {};
-    const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
-    std::vector<uint8_t> out(d, d + m->data_len);
-    rte_pktmbuf_free(m);
+    std::vector<uint8_t> out = frame_one(framer_, p, &drops);
+    EXPECT_FALSE(out.empty());
     return out;
   }
 
@@ -169,14 +176,7 @@ class Srv6FramerTest : public ::testing::Test {
     p.t.data.msg_len = 64;
     p.payload = payload.data();
     p.payload_len = 64;
-    rte_mbuf* m = nullptr;
-    bool extbuf = false;
-    framer_.frame(&p, 1, &m, &extbuf, &drops_);
-    if (m == nullptr) return {};
-    const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
-    std::vector<uint8_t> out(d, d + m->data_len);
-    rte_pktmbuf_free(m);
-    return out;
+    return frame_one(framer_, p, &drops_);
   }
 
   static std::string text(const uint8_t* addr) {
