@@ -124,18 +124,29 @@ def softmrcd(args, mode, mtu, icrc=True):
     return int(m.group(1)), float(m.group(2)), float(m.group(3)), share
 
 
-def testpmd(args, frame, copy):
-    """Mpps of io forwarding on one net_null port (median of 1 s periods) and
-    the lcore's CPU share."""
-    cmd = ['dpdk-testpmd'] + EAL + [
-        '--file-prefix', 'smrcd-bench-testpmd', '--vdev', f'net_null0,size={frame},copy={copy}',
-        '--', '--forward-mode=io', '--port-topology=loop', '--stats-period', '1',
-        '--total-num-mbufs', '16384', '--mbuf-size', str(frame + 256)]
-    _, out, share = run(cmd, (2.0, args.seconds + 2.9), stop_after=args.seconds + 3)
-    pps = [int(x) for x in re.findall(r'Rx-pps:\s+(\d+)', out)][2:]  # skip the ramp-up
-    if not pps:
+def testpmd_pps(vdevs, topology, mbuf_size, seconds):
+    """Frames per second dpdk-testpmd io-forwards over the ports `vdevs`,
+    all together (median of 1 s periods past the ramp-up), and its lcore's
+    CPU share."""
+    cmd = ['dpdk-testpmd'] + EAL + ['--file-prefix', 'smrcd-bench-testpmd']
+    for vdev in vdevs:
+        cmd += ['--vdev', vdev]
+    cmd += ['--', '--forward-mode=io', f'--port-topology={topology}', '--stats-period', '1',
+            '--total-num-mbufs', '16384', '--mbuf-size', str(mbuf_size)]
+    _, out, share = run(cmd, (2.0, seconds + 2.9), stop_after=seconds + 3)
+    pps = [int(x) for x in re.findall(r'Rx-pps:\s+(\d+)', out)]  # a line per port and period
+    n = len(vdevs)
+    periods = [sum(pps[i:i + n]) for i in range(0, len(pps) - n + 1, n)][2:]  # past the ramp-up
+    if not periods:
         sys.exit('dpdk-testpmd gave no rates:\n' + out[-2000:])
-    return statistics.median(pps) / 1e6, share
+    return statistics.median(periods), share
+
+
+def testpmd(args, frame, copy):
+    """Mpps of io forwarding on one net_null port and the lcore's CPU share."""
+    pps, share = testpmd_pps([f'net_null0,size={frame},copy={copy}'], 'loop', frame + 256,
+                             args.seconds)
+    return pps / 1e6, share
 
 
 def measure(args):
