@@ -255,6 +255,9 @@ void read_flow(const YAML::Node& node, const std::string& key, Config* c) {
   uint64_t ms = 0;
   m.uint("duration_ms", 0, 86'400'000, &ms);
   f.duration_ns = ms * 1'000'000;
+  ms = f.requester_timeout_ns / 1'000'000;
+  m.uint("requester_timeout_ms", 0, 86'400'000, &ms);
+  f.requester_timeout_ns = ms * 1'000'000;
   m.done();
   c->traffic.push_back(f);
 }

@@ -162,6 +162,9 @@ struct FlowSpec {
   uint32_t window = 8;       // messages in flight per QP
   uint64_t messages = 0;     // per QP; 0: no limit
   uint64_t duration_ns = 0;  // 0: no limit
+  // A flow from another process: how long its responder waits for a
+  // requester that went quiet before it ends the flow unfinished; 0: forever.
+  uint64_t requester_timeout_ns = 5'000'000'000;
 };
 
 struct Config {

@@ -207,7 +207,10 @@ bool Daemon::setup_traffic(std::string* err) {
           return false;
         }
         Txgen::ReceiverSetup r{ids.to.qpn, f, stream, buf};
-        r.remote = a == nullptr;
+        if (!a) {
+          r.remote_peer = f.from;
+          r.remote_name = cfg_.endpoints[f.from].name.c_str();
+        }
         r.linger_ns = linger_ns;
         if (!b->add_receiver(r, err)) {
           *err = key + *err;

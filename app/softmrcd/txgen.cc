@@ -30,20 +30,27 @@ void Txgen::add_sender(const SenderSetup& s) {
   x.waiting = s.remote_peer != engine::kUnknownPeer;
   by_qpn_[s.qpn] = static_cast<int32_t>(senders_.size());
   senders_.push_back(x);
-  if (x.waiting && std::none_of(peers_.begin(), peers_.end(),
-                                [&](const Peer& p) { return p.index == s.remote_peer; })) {
-    peers_.push_back(Peer{.index = s.remote_peer, .name = s.remote_name});
-    ++unanswered_;
+  if (!x.waiting) return;
+  Peer& p = peer(s.remote_peer, s.remote_name);
+  if (!p.awaited) {
+    p.awaited = true;
+    ++awaited_;
   }
+}
+
+Txgen::Peer& Txgen::peer(uint32_t index, const char* name) {
+  for (Peer& p : peers_)
+    if (p.index == index) return p;
+  return peers_.emplace_back(Peer{.index = index, .name = name});
 }
 
 engine::Status Txgen::add_receiver(const ReceiverSetup& r, engine::Endpoint& ep) {
   Receiver x;
   x.r = r;
   x.slots = slots(r.flow);
-  x.quiet_since = engine::kNever;
   by_qpn_[r.qpn] = ~static_cast<int32_t>(receivers_.size());
   receivers_.push_back(x);
+  if (r.remote_peer != engine::kUnknownPeer) peer(r.remote_peer, r.remote_name);
   for (uint32_t i = 0; i < r.flow.window; ++i)
     if (engine::Status st = ep.post_recv(r.qpn, engine::RecvRequest{}); !st.ok()) return st;
   return {};
@@ -75,11 +82,11 @@ bool Txgen::may_post(const Sender& s, engine::TimeNs now) const {
   return s.active && (f.messages == 0 || s.next < f.messages) && now < s.deadline;
 }
 
-// One probe per interval to each peer that has not answered yet, on the
-// planes in use in turn.
+// One probe per interval to each peer that senders wait for or a receiver
+// asks about, on the planes in use in turn.
 void Txgen::probe(engine::Endpoint& ep, engine::TimeNs now) {
   for (Peer& p : peers_) {
-    if (p.answered || now < p.next_probe) continue;
+    if (!(p.awaited || p.asking) || now < p.next_probe) continue;
     p.next_probe = now + kProbeIntervalNs;
     for (uint32_t k = 0; k < engine::kMaxPlanes; ++k) {
       const auto plane = static_cast<uint8_t>((p.next_plane + k) % engine::kMaxPlanes);
@@ -94,9 +101,15 @@ void Txgen::probe(engine::Endpoint& ep, engine::TimeNs now) {
 
 void Txgen::on_probe_reply(const engine::Event& e, engine::TimeNs now) {
   for (Peer& p : peers_) {
-    if (p.answered || e.probe_req_id != static_cast<uint16_t>(p.index)) continue;
-    p.answered = true;
-    --unanswered_;
+    if (e.probe_req_id != static_cast<uint16_t>(p.index)) continue;
+    if (p.asking) {
+      p.asking = false;
+      for (Receiver& r : receivers_)
+        if (r.r.remote_peer == p.index && !r.ended) r.quiet_since = now;
+    }
+    if (!p.awaited) continue;
+    p.awaited = false;
+    --awaited_;
     for (Sender& s : senders_) {
       if (!s.waiting || s.s.remote_peer != p.index) continue;
       s.waiting = false;
@@ -111,9 +124,13 @@ void Txgen::on_probe_reply(const engine::Event& e, engine::TimeNs now) {
 }
 
 void Txgen::post(engine::Endpoint& ep, engine::TimeNs now) {
-  if (unanswered_ != 0) probe(ep, now);
+  if (!peers_.empty()) probe(ep, now);
   for (Receiver& r : receivers_) {
-    if (r.ended && !r.done) linger(r, ep, now);
+    if (r.ended) {
+      if (!r.done) linger(r, ep, now);
+    } else if (r.r.remote_peer != engine::kUnknownPeer && r.r.flow.requester_timeout_ns != 0) {
+      watch_requester(r, ep, now);
+    }
     if (r.checked == r.expected) continue;
     const uint64_t unchecked = (r.expected - r.checked) * r.r.flow.size_bytes - r.check_offset;
     const uint64_t eighth_in_words = unchecked / 8 & ~uint64_t{7};
@@ -198,21 +215,46 @@ void Txgen::post_end(Sender& s, engine::Endpoint& ep) {
   s.end_out = true;
 }
 
-// A remote flow's responder stays until the QP has been quiet for the
-// linger time: a requester whose ACK of the end was lost resends it.
-void Txgen::linger(Receiver& r, const engine::Endpoint& ep, engine::TimeNs now) {
+bool Txgen::heard(Receiver& r, const engine::Endpoint& ep, engine::TimeNs now) {
   const engine::Qp* q = ep.qp(r.r.qpn);
   uint64_t rx = 0;
   if (q != nullptr) {
     const engine::QpCounters& c = q->counters();
     rx = c.rx_data_packets + c.rx_duplicates + c.rx_out_of_window + c.rx_trimmed;
   }
-  if (r.quiet_since == engine::kNever || rx != r.rx_seen) {
-    r.rx_seen = rx;
-    r.quiet_since = now;
-  } else if (now - r.quiet_since >= r.r.linger_ns) {
-    r.done = true;
+  if (rx == r.rx_seen) return false;
+  r.rx_seen = rx;
+  r.quiet_since = now;
+  return true;
+}
+
+// A remote flow's responder stays until the QP has been quiet for the
+// linger time: a requester whose ACK of the end was lost resends it.
+void Txgen::linger(Receiver& r, const engine::Endpoint& ep, engine::TimeNs now) {
+  if (!heard(r, ep, now) && r.quiet_since == engine::kNever) r.quiet_since = now;
+  if (now - r.quiet_since >= r.r.linger_ns) r.done = true;
+}
+
+// Nothing arrived for half the timeout: ask the requester's endpoint (an
+// answer starts the quiet time again); for all of it: the requester is
+// gone. A flow that never started waits, as a server does.
+void Txgen::watch_requester(Receiver& r, const engine::Endpoint& ep, engine::TimeNs now) {
+  if (heard(r, ep, now) || r.quiet_since == engine::kNever) return;
+  const engine::TimeNs timeout = r.r.flow.requester_timeout_ns;
+  const engine::TimeNs quiet = now - r.quiet_since;
+  if (quiet < timeout / 2) return;
+  if (quiet < timeout) {
+    peer(r.r.remote_peer, r.r.remote_name).asking = true;
+    return;
   }
+  ++counters_.errors;
+  std::fprintf(stderr,
+               "softmrcd: txgen: QP %u: requester %s silent for %" PRIu64
+               " ms (nothing arrived, no "
+               "probe answered): the flow ends unfinished after %" PRIu64 " messages\n",
+               r.r.qpn, r.r.remote_name, quiet / 1'000'000, r.expected);
+  end(r);
+  r.done = true;
 }
 
 void Txgen::on_completion(const engine::Completion& c, engine::Endpoint& ep) {
@@ -344,7 +386,8 @@ void Txgen::end(Receiver& r) {
   if (r.ended) return;
   r.ended = true;
   check(r, r.expected, UINT64_MAX);
-  r.done = !r.r.remote;
+  r.done = r.r.remote_peer == engine::kUnknownPeer;
+  r.quiet_since = engine::kNever;  // the linger counts from here
 }
 
 bool Txgen::finished() const {
@@ -353,7 +396,7 @@ bool Txgen::finished() const {
     if (!s.failed && !(s.exhausted && s.ended)) return false;
   }
   for (const Receiver& r : receivers_)
-    if (r.r.remote && !r.done) return false;
+    if (r.r.remote_peer != engine::kUnknownPeer && !r.done) return false;
   return true;
 }
 

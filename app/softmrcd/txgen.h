@@ -36,6 +36,14 @@
 // the planes in use in turn): the peer's QPs exist by then, and a duration
 // counts from there.
 //
+// A responder whose requester is hosted elsewhere cannot tell a requester
+// that is only quiet (stopped, or between flows of an interactive run)
+// from one that is gone (killed, or its flow failed and its daemon
+// stopped): once the QP has been quiet for half the flow's
+// requester_timeout, it probes the requester's endpoint the same way, and
+// an answer starts the quiet time again. A QP quiet for the whole timeout
+// ends its flow unfinished, counted as an error.
+//
 // Owned by the endpoint's lcore; setup (add_*) runs before it starts.
 #pragma once
 
@@ -74,9 +82,12 @@ class Txgen {
     FlowSpec flow;
     uint64_t stream = 0;
     const uint8_t* buf = nullptr;
-    // The requester is hosted elsewhere: the traffic is done here only once
-    // its end arrived and the QP was then quiet for linger_ns.
-    bool remote = false;
+    // The requester's endpoint when another process hosts it
+    // (engine::kUnknownPeer: hosted here). The traffic is then done here
+    // only once its end arrived and the QP was quiet for linger_ns, or the
+    // requester went silent (flow.requester_timeout_ns).
+    uint32_t remote_peer = engine::kUnknownPeer;
+    const char* remote_name = "";  // for the log; outlives the Txgen
     engine::TimeNs linger_ns = 0;
   };
 
@@ -151,26 +162,32 @@ class Txgen {
     uint64_t checked = 0;       // messages before this are checked
     uint64_t check_offset = 0;  // bytes of message `checked` checked so far
     bool check_failed = false;  // ... and they differ
-    bool ended = false;         // the end marker arrived
+    bool ended = false;         // the end marker arrived, or the requester went silent
     bool done = false;          // ... and the QP has been quiet since (remote only)
     uint64_t rx_seen = 0;       // the QP's data packets when last looked at
-    engine::TimeNs quiet_since = 0;
+    engine::TimeNs quiet_since = engine::kNever;  // kNever: nothing arrived yet
   };
-  // A peer that requesters wait for.
+  // Another process's endpoint that this one's flows start from or lead to.
   struct Peer {
     uint32_t index = 0;  // endpoint index, also the probes' req_id
     const char* name = "";
-    bool answered = false;
+    bool awaited = false;  // senders wait for its first answer
+    bool asking = false;   // a receiver's quiet requester: is it still there?
     engine::TimeNs next_probe = 0;
     uint8_t next_plane = 0;
   };
 
   bool may_post(const Sender& s, engine::TimeNs now) const;
+  Peer& peer(uint32_t index, const char* name);
   void probe(engine::Endpoint& ep, engine::TimeNs now);
   static engine::WriteRequest control_wimm(const Sender& s, uint64_t tag);
   void post_marker(Sender& s, engine::Endpoint& ep);
   void post_end(Sender& s, engine::Endpoint& ep);
+  // Whether the QP has seen packets since the last look (and since when
+  // it has been quiet).
+  static bool heard(Receiver& r, const engine::Endpoint& ep, engine::TimeNs now);
   void linger(Receiver& r, const engine::Endpoint& ep, engine::TimeNs now);
+  void watch_requester(Receiver& r, const engine::Endpoint& ep, engine::TimeNs now);
   void end(Receiver& r);
   void on_send_completion(Sender& s, const engine::Completion& c);
   void on_recv_completion(Receiver& r, const engine::Completion& c, engine::Endpoint& ep);
@@ -189,7 +206,7 @@ class Txgen {
   std::vector<Peer> peers_;
   std::vector<int32_t> by_qpn_;  // >= 0: sender index; < 0: ~receiver index
   TxgenCounters counters_;
-  uint32_t unanswered_ = 0;  // peers that have not answered a probe yet
+  uint32_t awaited_ = 0;  // peers whose first answer senders wait for
 };
 
 }  // namespace softmrc::softmrcd

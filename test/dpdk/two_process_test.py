@@ -10,6 +10,12 @@ the shared EAL config that memif needs), and checks what both say.
   memif_sigterm   the same link, a Write flow a -> b without a limit; a
                   stopped by SIGTERM ends it, and b stops by itself once
                   it checked every message a completed
+  memif_requester_gone  the same link and flow; a is frozen (SIGSTOP, so
+                  that its memif link stays up: the driver's unmap on a
+                  peer's death is racy, docs/daemon.md) and answers
+                  nothing: b probes it, gives up after the flow's
+                  requester_timeout_ms, and stops by itself with the
+                  flow unfinished: an error, nothing wrong in what arrived
   bad_config      flows to peers: the checks a config gets, with the
                   messages docs/configuration.md lists
   fabric_memif    a and b as memif clients of smrc-fabric, 3 planes: random
@@ -233,6 +239,45 @@ def case_memif_sigterm(args):
         wait_for('messages verified at b', lambda: t.query('/softmrc/stats,b')['b'][
             'txgen_verified'] > 100, timeout=20, output=a.output())
     until_sigterm(a, b, body)
+
+
+def case_memif_requester_gone(args):
+    """A requester that answers nothing: its responder ends the flow after
+    requester_timeout_ms, unfinished, and stops by itself."""
+    timeout_ms = 1000
+    traffic = [{'from': 'a', 'to': 'b', 'qps': 2, 'op': 'write', 'size': 16384, 'window': 4,
+                'requester_timeout_ms': timeout_ms}]
+    a, b = memif_pair(args, 'memif_requester_gone', 2, traffic)
+    try:
+        t = Telemetry(telemetry_socket(b.prefix))
+        wait_for('messages verified at b', lambda: t.query('/softmrc/stats,b')['b'][
+            'txgen_verified'] > 100, timeout=20, output=a.output())
+        a.proc.send_signal(signal.SIGSTOP)
+        frozen = time.monotonic()
+        code_b = b.wait(timeout=20)
+        waited = time.monotonic() - frozen
+    except Failure as e:
+        raise Failure(str(e) + '\n' + final_output(a, b)) from None
+    finally:
+        a.kill()
+        b.kill()
+    out = both_output(a, b)
+    check(code_b == 1, f'b exit status {code_b}, want 1 (flows unfinished)', out)
+    check(waited >= timeout_ms / 1000, f'b stopped {waited:.2f} s after a froze', out)
+    check('stopping (traffic done)' in b.output(), 'b did not stop by itself', out)
+    gone = re.findall(r'txgen: QP (\d+): requester a silent for (\d+) ms \(nothing arrived, no '
+                      r'probe answered\): the flow ends unfinished after (\d+) messages',
+                      b.output())
+    check(sorted(q for q, _, _ in gone) == ['1', '2'], f'b ended flows {gone}', out)
+    check(all(int(ms) >= timeout_ms for _, ms, _ in gone), f'b waited less: {gone}', out)
+    sb = summary_counts(b.output())
+    arrived = sum(int(n) for _, _, n in gone)
+    check(sb['errors'] == 2 and sb['mismatches'] == 0 and sb['verified'] == arrived > 100,
+          f'b: {sb}, messages arrived {arrived}', out)
+    check('softmrcd: FAIL' in b.output(), 'b printed no FAIL line', out)
+    for line in b.output().splitlines():
+        if 'silent' in line or line.startswith('softmrcd: txgen:'):
+            print(f'b: {line}')
 
 
 def until_sigterm(a, b, body):

@@ -30,8 +30,10 @@ struct Flow {
   // Flips a byte of a's copy of this message once it is posted.
   uint64_t corrupt = UINT64_MAX;
   // b's receiver as for a requester in another process: done only after the
-  // end arrived and the QP was quiet for 1 ms.
+  // end arrived and the QP was quiet for 1 ms, or a was silent for
+  // requester_timeout_ns.
   bool remote = false;
+  engine::TimeNs requester_timeout_ns = 0;
 };
 
 // A flow from a to b over the harness, softmrcd's lcore order in each pass.
@@ -43,17 +45,41 @@ class Pair {
     Txgen::SenderSetup s{h_.a().qpn, f, 7, h_.a().mem.data(), h_.a().key, kRegionVa[1], h_.b().key};
     s.local_va = kRegionVa[0];
     gen_[0].add_sender(s);
-    Txgen::ReceiverSetup r{h_.b().qpn, f, 7, h_.b().mem.data(), flow.remote, 1'000'000};
+    Txgen::ReceiverSetup r{h_.b().qpn, f, 7, h_.b().mem.data()};
+    if (flow.remote) {
+      r.remote_peer = 0;  // a, in the harness's numbering
+      r.remote_name = "a";
+    }
+    r.linger_ns = 1'000'000;
     EXPECT_TRUE(gen_[1].add_receiver(r, h_.b().ep).ok());
     gen_[0].start(h_.now());
     h_.set_app([this](int side) { return pass(side); });
   }
 
   bool run(const std::function<bool()>& until) { return h_.run(until, 2'000'000'000); }
+  // Runs for at most `limit` with a pass at least every 100 us, as a lcore
+  // polls, even when nothing is in flight: the generator's probes and
+  // timeouts are its own, not engine timers.
+  bool run_polling(const std::function<bool()>& until, engine::TimeNs limit) {
+    const engine::TimeNs end = h_.now() + limit;
+    while (h_.now() < end) {
+      const engine::TimeNs step_end = std::min(end, h_.now() + 100'000);
+      if (h_.run(until, step_end)) return true;
+      h_.run_for(step_end - h_.now());
+    }
+    return until();
+  }
   // Lets virtual time pass with nothing in flight (a responder's linger).
   void idle_for(engine::TimeNs ns) { h_.run_for(ns); }
   Txgen& a() { return gen_[0]; }
   Txgen& b() { return gen_[1]; }
+  Harness& harness() { return h_; }
+  // a's process is killed: it runs no more passes, and the fabric loses
+  // what a sends or is sent, a's answers to probes included.
+  void kill_a() {
+    a_dead_ = true;
+    h_.set_filter([](int, const engine::TxPacket&) { return engine::test::Verdict::kDrop; });
+  }
 
  private:
   static FlowSpec spec(const Flow& flow) {
@@ -62,6 +88,7 @@ class Pair {
     f.size_bytes = flow.size;
     f.window = flow.window;
     f.messages = flow.messages;
+    f.requester_timeout_ns = flow.requester_timeout_ns;
     return f;
   }
   static HarnessConfig harness_config(const FlowSpec& f) {
@@ -74,10 +101,15 @@ class Pair {
   }
 
   bool pass(int side) {
+    if (side == 0 && a_dead_) return false;
     engine::Endpoint& ep = h_.side(side).ep;
     engine::Completion wc[32];
     for (size_t n; (n = ep.poll_completions(wc, 32)) > 0;)
       for (size_t i = 0; i < n; ++i) gen_[side].on_completion(wc[i], ep);
+    const std::vector<engine::Event>& ev = h_.events(side);
+    for (; events_seen_[side] < ev.size(); ++events_seen_[side])
+      if (ev[events_seen_[side]].type == engine::EventType::kProbeReply)
+        gen_[side].on_probe_reply(ev[events_seen_[side]], h_.now());
     if (side == 1 && ++b_passes_ % flow_.check_every != 0) return false;
     const uint64_t posted = gen_[side].counters().posted;
     gen_[side].post(ep, h_.now());
@@ -93,6 +125,8 @@ class Pair {
   Harness h_;
   Txgen gen_[2];
   uint64_t b_passes_ = 0;
+  size_t events_seen_[2] = {};
+  bool a_dead_ = false;
 };
 
 struct Result {
@@ -188,6 +222,35 @@ TEST_P(TxgenOp, EndedFlowTellsTheResponderItsCount) {
   EXPECT_EQ(a.completed, a.posted);
   EXPECT_EQ(b.verified, a.completed);
   EXPECT_EQ(a.errors + b.errors + b.mismatches, 0u);
+}
+
+// A requester that is only quiet answers the responder's probes, and the
+// flow goes on; one that was killed answers nothing, and the responder
+// ends the flow unfinished after the timeout, with an error, having checked
+// everything that arrived.
+TEST_P(TxgenOp, SilentRequesterEndsTheFlowAfterItsTimeout) {
+  Flow r = flow();
+  r.messages = 0;
+  r.remote = true;
+  r.requester_timeout_ns = 40'000'000;
+  Pair p(r);
+  ASSERT_TRUE(p.run([&] { return p.a().counters().completed >= 20; }));
+  p.a().stop();
+  // Quiet for three timeouts, answering every probe: still going.
+  ASSERT_FALSE(p.run_polling([&] { return p.b().finished(); }, 3 * r.requester_timeout_ns));
+  EXPECT_EQ(p.b().counters().errors, 0u);
+  const uint64_t sent = p.a().counters().completed;
+
+  p.a().start(p.harness().now());
+  ASSERT_TRUE(p.run([&] { return p.a().counters().completed >= sent + 20; }));
+  p.kill_a();
+  const engine::TimeNs killed = p.harness().now();
+  ASSERT_TRUE(p.run_polling([&] { return p.b().finished(); }, 2 * r.requester_timeout_ns));
+  EXPECT_GE(p.harness().now() - killed, r.requester_timeout_ns);
+  const TxgenCounters b = p.b().counters();
+  EXPECT_EQ(b.errors, 1u);
+  EXPECT_EQ(b.mismatches, 0u);
+  EXPECT_GE(b.verified, sent + 20);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, TxgenOp, testing::Values(TrafficOp::kWimm, TrafficOp::kWrite),
