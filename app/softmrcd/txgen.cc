@@ -31,11 +31,7 @@ void Txgen::add_sender(const SenderSetup& s) {
   by_qpn_[s.qpn] = static_cast<int32_t>(senders_.size());
   senders_.push_back(x);
   if (!x.waiting) return;
-  Peer& p = peer(s.remote_peer, s.remote_name);
-  if (!p.awaited) {
-    p.awaited = true;
-    ++awaited_;
-  }
+  peer(s.remote_peer, s.remote_name).awaited = true;
 }
 
 Txgen::Peer& Txgen::peer(uint32_t index, const char* name) {
@@ -109,7 +105,6 @@ void Txgen::on_probe_reply(const engine::Event& e, engine::TimeNs now) {
     }
     if (!p.awaited) continue;
     p.awaited = false;
-    --awaited_;
     for (Sender& s : senders_) {
       if (!s.waiting || s.s.remote_peer != p.index) continue;
       s.waiting = false;
@@ -250,8 +245,8 @@ void Txgen::watch_requester(Receiver& r, const engine::Endpoint& ep, engine::Tim
   ++counters_.errors;
   std::fprintf(stderr,
                "softmrcd: txgen: QP %u: requester %s silent for %" PRIu64
-               " ms (nothing arrived, no "
-               "probe answered): the flow ends unfinished after %" PRIu64 " messages\n",
+               " ms (nothing arrived, no probe answered): the flow ends unfinished after "
+               "%" PRIu64 " messages\n",
                r.r.qpn, r.r.remote_name, quiet / 1'000'000, r.expected);
   end(r);
   r.done = true;

@@ -206,7 +206,6 @@ class Txgen {
   std::vector<Peer> peers_;
   std::vector<int32_t> by_qpn_;  // >= 0: sender index; < 0: ~receiver index
   TxgenCounters counters_;
-  uint32_t awaited_ = 0;  // peers whose first answer senders wait for
 };
 
 }  // namespace softmrc::softmrcd
