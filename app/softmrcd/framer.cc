@@ -45,9 +45,9 @@ bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacA
   parse_cfg_.verify_icrc = cfg.rx_verify_icrc;
   const size_t ip_len = me.planes[0].ip_version == wire::IpVersion::kV4 ? 4 : 16;
 
-  frames_.assign(size_t{num_peers_} * num_planes_, wire::FrameSpec{});
-  has_frame_.assign(frames_.size(), 0);
-  peer_ip_.assign(frames_.size(), {});
+  std::vector<wire::FrameSpec> specs(size_t{num_peers_} * num_planes_);
+  has_frame_.assign(specs.size(), 0);
+  peer_ip_.assign(specs.size(), {});
   own_ip_.assign(num_planes_, {});
   own_vlan_.assign(num_planes_, 0);
   for (uint32_t plane = 0; plane < num_planes_; ++plane) {
@@ -60,7 +60,7 @@ bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacA
       const size_t i = size_t{peer} * num_planes_ + plane;
       std::memcpy(peer_ip_[i].data(), other.planes[plane].ip, ip_len);
       if (peer == self || !other.planes[plane].has_mac) continue;
-      wire::FrameSpec& f = frames_[i];
+      wire::FrameSpec& f = specs[i];
       f.src_mac = macs[plane];
       f.dst_mac = other.planes[plane].mac;
       f.ip_version = me.planes[plane].ip_version;
@@ -72,10 +72,15 @@ bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacA
       has_frame_[i] = 1;
     }
   }
+  frames_.clear();
+  for (const wire::FrameSpec& f : specs) frames_.push_back(wire::header_template(f));
   // The same frames with an SRH, for SRv6 paths longer than the address.
+  srh_frames_.clear();
   if (ev_mode_ == wire::EvMode::kSrv6) {
-    srh_frames_ = frames_;
-    for (wire::FrameSpec& f : srh_frames_) f.srv6_srh = true;
+    for (wire::FrameSpec f : specs) {
+      f.srv6_srh = true;
+      srh_frames_.push_back(wire::header_template(f));
+    }
   }
   const std::vector<engine::EvEntry> evs = ev_entries(cfg.ev_profiles[cfg.qp.ev_profile], me);
   default_ev_.assign(num_planes_, wire::WireEv{});
@@ -141,7 +146,7 @@ const Framer::ExtRegion* Framer::find_region(const uint8_t* p, uint32_t len) con
   return p + len <= it->end ? &*it : nullptr;
 }
 
-const wire::FrameSpec* Framer::frame_spec(const engine::TxPacket& p) const {
+const wire::HeaderTemplate* Framer::frame_of(const engine::TxPacket& p) const {
   const size_t i = size_t{p.peer} * num_planes_ + p.plane;
   if (p.peer >= num_peers_ || p.plane >= num_planes_ || !has_frame_[i]) return nullptr;
   return &frames_[i];
@@ -152,13 +157,13 @@ void Framer::frame(const engine::TxPacket* tx, size_t n, rte_mbuf** out, bool* e
   const wire::DscpConfig& dscp = parse_cfg_.dscp;
   for (size_t done = 0; done < n;) {
     const size_t burst = std::min<size_t>(n - done, kBurst);
-    const wire::FrameSpec* spec[kBurst];
+    const wire::HeaderTemplate* spec[kBurst];
     size_t hlen[kBurst];
     for (size_t i = done; i < done + burst; ++i) {
       const engine::TxPacket& p = tx[i];
       out[i] = nullptr;
       extbuf[i] = false;
-      const wire::FrameSpec* f = spec[i - done] = frame_spec(p);
+      const wire::HeaderTemplate* f = spec[i - done] = frame_of(p);
       if (f == nullptr) {
         ++drops->other[size_t(Drop::kTxNoPeer)];
         continue;
@@ -220,7 +225,7 @@ void Framer::frame(const engine::TxPacket* tx, size_t n, rte_mbuf** out, bool* e
 }
 
 // The headers only, `hlen` bytes: frame() finishes the packet.
-rte_mbuf* Framer::frame_headers(const wire::FrameSpec& f, const wire::WireEv& ev,
+rte_mbuf* Framer::frame_headers(const wire::HeaderTemplate& f, const wire::WireEv& ev,
                                 wire::TxMarking mark, const engine::TxPacket& p, size_t* hlen,
                                 DropCounters* drops) {
   rte_mbuf* m = alloc();
@@ -240,7 +245,7 @@ rte_mbuf* Framer::frame_headers(const wire::FrameSpec& f, const wire::WireEv& ev
 
 // Headers | payload in place | ICRC: three segments, so that nothing is
 // written into registered memory. frame() fills in the ICRC.
-rte_mbuf* Framer::frame_extbuf(const wire::FrameSpec& f, const wire::WireEv& ev,
+rte_mbuf* Framer::frame_extbuf(const wire::HeaderTemplate& f, const wire::WireEv& ev,
                                wire::TxMarking mark, const engine::TxPacket& p, const ExtRegion& r,
                                DropCounters* drops) {
   rte_mbuf* seg[3];

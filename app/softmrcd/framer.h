@@ -1,6 +1,7 @@
 // The framer: everything about addresses. It holds one wire::FrameSpec per
 // (peer, plane), built from the configuration (a plane's VLAN tag
-// included), and turns the engine's TxPackets into mbufs (in SRv6 mode
+// included) and kept as the headers it makes (wire::HeaderTemplate), and
+// turns the engine's TxPackets into mbufs (in SRv6 mode
 // appending the destination's node uSID to the EV's path, with an SRH when
 // the path is longer than an address holds); on receive it
 // checks that a packet is addressed to the plane's VLAN and IP and names
@@ -83,17 +84,21 @@ class Framer {
 
   const ExtRegion* find_region(const uint8_t* p, uint32_t len) const;
   rte_mbuf* alloc();
-  const wire::FrameSpec* frame_spec(const engine::TxPacket& p) const;
-  rte_mbuf* frame_headers(const wire::FrameSpec& f, const wire::WireEv& ev, wire::TxMarking mark,
-                          const engine::TxPacket& p, size_t* hlen, DropCounters* drops);
-  rte_mbuf* frame_extbuf(const wire::FrameSpec& f, const wire::WireEv& ev, wire::TxMarking mark,
-                         const engine::TxPacket& p, const ExtRegion& r, DropCounters* drops);
+  const wire::HeaderTemplate* frame_of(const engine::TxPacket& p) const;
+  rte_mbuf* frame_headers(const wire::HeaderTemplate& f, const wire::WireEv& ev,
+                          wire::TxMarking mark, const engine::TxPacket& p, size_t* hlen,
+                          DropCounters* drops);
+  rte_mbuf* frame_extbuf(const wire::HeaderTemplate& f, const wire::WireEv& ev,
+                         wire::TxMarking mark, const engine::TxPacket& p, const ExtRegion& r,
+                         DropCounters* drops);
 
   uint32_t num_planes_ = 0;
   uint32_t num_peers_ = 0;
   uint32_t self_ = 0;
-  std::vector<wire::FrameSpec> frames_;      // [peer * num_planes_ + plane]
-  std::vector<wire::FrameSpec> srh_frames_;  // the same with an SRH (SRv6 mode only)
+  // The headers of every frame to a peer on a plane, made once
+  // (wire::HeaderTemplate): [peer * num_planes_ + plane].
+  std::vector<wire::HeaderTemplate> frames_;
+  std::vector<wire::HeaderTemplate> srh_frames_;  // the same with an SRH (SRv6 mode only)
   std::vector<uint8_t> has_frame_;
   std::vector<wire::WireEv> default_ev_;          // per plane: the path of connectionless replies
   std::vector<std::array<uint8_t, 16>> own_ip_;   // per plane

@@ -59,17 +59,14 @@ uint16_t ipv4_header_sum(const uint8_t* hdr) {
   return static_cast<uint16_t>((sum & 0xffff) + (sum >> 16));
 }
 
-size_t build_headers(const FrameSpec& frame, const WireEv& ev, TxMarking marking,
-                     const Transport& t, uint32_t payload_len, std::span<uint8_t> out) {
-  if (!is_known_opcode(static_cast<uint8_t>(t.opcode))) return 0;
-  if (t.psn > kPsnMask || t.dest_qpn > kQpnMask) return 0;
-  if (payload_len > kMaxPayload || (payload_len > 0 && !is_data(t.opcode))) return 0;
-  if (frame.ip_version == IpVersion::kV4 && frame.ev_mode != EvMode::kUdp) return 0;
-  if (marking.dscp > 63 || marking.ecn > 3) return 0;
-  const size_t hlen = header_len(frame, t.opcode);
-  if (out.size() < hlen) return 0;
-
-  uint8_t* p = out.data();
+HeaderTemplate header_template(const FrameSpec& frame) {
+  HeaderTemplate h;
+  if (frame.ip_version == IpVersion::kV4 && frame.ev_mode != EvMode::kUdp) return h;
+  h.l3_offset = static_cast<uint8_t>(l3_offset(frame));
+  h.ip_version = frame.ip_version;
+  h.ev_mode = frame.ev_mode;
+  h.srh = has_srh(frame);
+  uint8_t* p = h.bytes;
   std::memcpy(p + offsetof(EthHdr, dst), frame.dst_mac.bytes, 6);
   std::memcpy(p + offsetof(EthHdr, src), frame.src_mac.bytes, 6);
   const uint16_t l3_type = frame.ip_version == IpVersion::kV4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
@@ -80,62 +77,93 @@ size_t build_headers(const FrameSpec& frame, const WireEv& ev, TxMarking marking
   } else {
     put_be16(p + offsetof(EthHdr, ether_type), l3_type);
   }
-  p += l3_offset(frame);
-
-  const size_t transport_len = transport_header_len(t.opcode);
-  const size_t udp_len = sizeof(UdpHdr) + transport_len + payload_len + kIcrcLen;
-  const uint8_t tos = static_cast<uint8_t>(marking.dscp << 2 | marking.ecn);
-  uint16_t src_port = static_cast<uint16_t>(ev.bytes[0] << 8 | ev.bytes[1]);
+  p += h.l3_offset;
   if (frame.ip_version == IpVersion::kV4) {
-    p[offsetof(Ipv4Hdr, version_ihl)] = 0x45;
-    p[offsetof(Ipv4Hdr, tos)] = tos;
-    put_be16(p + offsetof(Ipv4Hdr, total_length), static_cast<uint16_t>(sizeof(Ipv4Hdr) + udp_len));
-    put_be16(p + offsetof(Ipv4Hdr, id), 0);
+    // The version, TOS, length and checksum words are the packet's.
     put_be16(p + offsetof(Ipv4Hdr, fragment), 0x4000);  // don't fragment
     p[offsetof(Ipv4Hdr, ttl)] = frame.ttl;
     p[offsetof(Ipv4Hdr, protocol)] = kIpProtoUdp;
-    put_be16(p + offsetof(Ipv4Hdr, checksum), 0);
     std::memcpy(p + offsetof(Ipv4Hdr, src), frame.src_ip, 4);
     std::memcpy(p + offsetof(Ipv4Hdr, dst), frame.dst_ip, 4);
-    put_be16(p + offsetof(Ipv4Hdr, checksum), static_cast<uint16_t>(~ipv4_header_sum(p)));
+    h.ipv4_sum = ipv4_header_sum(p);
     p += sizeof(Ipv4Hdr);
   } else {
-    const bool srh = has_srh(frame);
-    uint32_t flow_label = 0;
-    const uint8_t* dst = frame.dst_ip;
-    if (frame.ev_mode == EvMode::kStev) {
-      flow_label = static_cast<uint32_t>(ev.bytes[2] << 8 | ev.bytes[3]);
-    } else if (frame.ev_mode == EvMode::kSrv6) {
-      // The path is in the address; the source port keeps a little
-      // entropy for any ECMP hop outside the SRv6 domain.
-      src_port = static_cast<uint16_t>(0xc000 | (t.path_tag & 0x3fff));
-      dst = ev.bytes;
-    }
-    put_be32(p + offsetof(Ipv6Hdr, version_tc_flow), 6u << 28 | uint32_t{tos} << 20 | flow_label);
-    put_be16(p + offsetof(Ipv6Hdr, payload_length),
-             static_cast<uint16_t>((srh ? sizeof(SrhOneSegment) : 0) + udp_len));
-    p[offsetof(Ipv6Hdr, next_header)] = srh ? kIpProtoRouting : kIpProtoUdp;
+    p[offsetof(Ipv6Hdr, next_header)] = h.srh ? kIpProtoRouting : kIpProtoUdp;
     p[offsetof(Ipv6Hdr, hop_limit)] = frame.ttl;
     std::memcpy(p + offsetof(Ipv6Hdr, src), frame.src_ip, 16);
-    std::memcpy(p + offsetof(Ipv6Hdr, dst), dst, 16);
+    // SRv6: the EV is the destination, the packet's.
+    if (frame.ev_mode != EvMode::kSrv6) std::memcpy(p + offsetof(Ipv6Hdr, dst), frame.dst_ip, 16);
     p += sizeof(Ipv6Hdr);
-    if (srh) {
+    if (h.srh) {
       p[offsetof(SrhOneSegment, next_header)] = kIpProtoUdp;
       p[offsetof(SrhOneSegment, hdr_ext_len)] = 2;
       p[offsetof(SrhOneSegment, routing_type)] = kSrhRoutingType;
       p[offsetof(SrhOneSegment, segments_left)] = 1;
-      p[offsetof(SrhOneSegment, last_entry)] = 0;
-      p[offsetof(SrhOneSegment, flags)] = 0;
-      put_be16(p + offsetof(SrhOneSegment, tag), 0);
-      std::memcpy(p + offsetof(SrhOneSegment, segment), ev.bytes + 16, 16);
-      p += sizeof(SrhOneSegment);
+      p += sizeof(SrhOneSegment);  // last entry, flags, tag 0; the segment is the EV's
     }
   }
+  put_be16(p + offsetof(UdpHdr, dst_port), kRoceUdpPort);  // checksum 0
+  p += sizeof(UdpHdr);
+  h.len = static_cast<uint8_t>(p - h.bytes);
+  return h;
+}
 
+size_t build_headers(const FrameSpec& frame, const WireEv& ev, TxMarking marking,
+                     const Transport& t, uint32_t payload_len, std::span<uint8_t> out) {
+  return build_headers(header_template(frame), ev, marking, t, payload_len, out);
+}
+
+size_t build_headers(const HeaderTemplate& tmpl, const WireEv& ev, TxMarking marking,
+                     const Transport& t, uint32_t payload_len, std::span<uint8_t> out) {
+  if (tmpl.len == 0) return 0;
+  if (!is_known_opcode(static_cast<uint8_t>(t.opcode))) return 0;
+  if (t.psn > kPsnMask || t.dest_qpn > kQpnMask) return 0;
+  if (payload_len > kMaxPayload || (payload_len > 0 && !is_data(t.opcode))) return 0;
+  if (marking.dscp > 63 || marking.ecn > 3) return 0;
+  const size_t transport_len = transport_header_len(t.opcode);
+  const size_t hlen = tmpl.len + transport_len;
+  if (out.size() < hlen) return 0;
+
+  // A copy of fixed size (a few vector moves, not a call) where there is
+  // room: the transport headers below overwrite what it wrote past the
+  // template.
+  uint8_t* p = out.data();
+  if (out.size() >= sizeof(tmpl.bytes))
+    std::memcpy(p, tmpl.bytes, sizeof(tmpl.bytes));
+  else
+    std::memcpy(p, tmpl.bytes, tmpl.len);
+  uint8_t* ip = p + tmpl.l3_offset;
+  const size_t udp_len = sizeof(UdpHdr) + transport_len + payload_len + kIcrcLen;
+  const uint8_t tos = static_cast<uint8_t>(marking.dscp << 2 | marking.ecn);
+  uint16_t src_port = static_cast<uint16_t>(ev.bytes[0] << 8 | ev.bytes[1]);
+  if (tmpl.ip_version == IpVersion::kV4) {
+    const auto total = static_cast<uint16_t>(sizeof(Ipv4Hdr) + udp_len);
+    ip[offsetof(Ipv4Hdr, version_ihl)] = 0x45;
+    ip[offsetof(Ipv4Hdr, tos)] = tos;
+    put_be16(ip + offsetof(Ipv4Hdr, total_length), total);
+    uint32_t sum = tmpl.ipv4_sum + (uint32_t{0x45} << 8 | tos) + total;
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    put_be16(ip + offsetof(Ipv4Hdr, checksum), static_cast<uint16_t>(~sum));
+  } else {
+    uint32_t flow_label = 0;
+    if (tmpl.ev_mode == EvMode::kStev) {
+      flow_label = static_cast<uint32_t>(ev.bytes[2] << 8 | ev.bytes[3]);
+    } else if (tmpl.ev_mode == EvMode::kSrv6) {
+      // The path is in the address; the source port keeps a little
+      // entropy for any ECMP hop outside the SRv6 domain.
+      src_port = static_cast<uint16_t>(0xc000 | (t.path_tag & 0x3fff));
+      std::memcpy(ip + offsetof(Ipv6Hdr, dst), ev.bytes, 16);
+      if (tmpl.srh)
+        std::memcpy(ip + sizeof(Ipv6Hdr) + offsetof(SrhOneSegment, segment), ev.bytes + 16, 16);
+    }
+    put_be32(ip + offsetof(Ipv6Hdr, version_tc_flow), 6u << 28 | uint32_t{tos} << 20 | flow_label);
+    put_be16(ip + offsetof(Ipv6Hdr, payload_length),
+             static_cast<uint16_t>((tmpl.srh ? sizeof(SrhOneSegment) : 0) + udp_len));
+  }
+  p += tmpl.len - sizeof(UdpHdr);
   put_be16(p + offsetof(UdpHdr, src_port), src_port);
-  put_be16(p + offsetof(UdpHdr, dst_port), kRoceUdpPort);
   put_be16(p + offsetof(UdpHdr, length), static_cast<uint16_t>(udp_len));
-  put_be16(p + offsetof(UdpHdr, checksum), 0);
   p += sizeof(UdpHdr);
 
   p[offsetof(Bth, opcode)] = static_cast<uint8_t>(t.opcode);
@@ -177,13 +205,27 @@ void store_icrc(uint32_t icrc, uint8_t out[kIcrcLen]) {
   put_be32(out, icrc);
 }
 
-size_t finish_packet(const FrameSpec& frame, size_t hlen, std::span<const uint8_t> payload,
-                     std::span<uint8_t> out) {
+namespace {
+
+size_t finish(const IcrcLayout& layout, size_t hlen, std::span<const uint8_t> payload,
+              std::span<uint8_t> out) {
   if (out.size() < hlen + payload.size() + kIcrcLen) return 0;
-  const IcrcLayout layout{l3_offset(frame), frame.ip_version, has_srh(frame), frame.ev_mode};
   const uint32_t icrc = icrc_copy(layout, out.data(), hlen, payload);
   store_icrc(icrc, out.data() + hlen + payload.size());
   return hlen + payload.size() + kIcrcLen;
+}
+
+}  // namespace
+
+size_t finish_packet(const FrameSpec& frame, size_t hlen, std::span<const uint8_t> payload,
+                     std::span<uint8_t> out) {
+  return finish({l3_offset(frame), frame.ip_version, has_srh(frame), frame.ev_mode}, hlen, payload,
+                out);
+}
+
+size_t finish_packet(const HeaderTemplate& tmpl, size_t hlen, std::span<const uint8_t> payload,
+                     std::span<uint8_t> out) {
+  return finish({tmpl.l3_offset, tmpl.ip_version, tmpl.srh, tmpl.ev_mode}, hlen, payload, out);
 }
 
 size_t build_packet(const FrameSpec& frame, const WireEv& ev, TxMarking marking, const Transport& t,

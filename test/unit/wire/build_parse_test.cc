@@ -465,6 +465,58 @@ TEST(Build, HeadersThenFinishPacketEqualsBuildPacket) {
   }
 }
 
+// The framer's templates: one per FrameSpec, reused for packet after packet
+// with other EVs, markings and lengths, into a buffer that held other
+// frames: each frame parses to its own fields.
+TEST(Build, AReusedTemplateGivesEachPacketItsOwnFields) {
+  for (const Framing& framing : kFramings) {
+    const FrameSpec frame = make_frame(framing.ip, framing.mode, framing.vlan, framing.srh);
+    const HeaderTemplate tmpl = header_template(frame);
+    std::vector<uint8_t> reused(kMaxHeaderLen + 1500 + kIcrcLen, 0xab);
+    ParseConfig cfg;
+    cfg.ev_mode = framing.mode;
+    const size_t ev_bytes = framing.mode == EvMode::kUdp    ? 2
+                            : framing.mode == EvMode::kStev ? 4
+                            : framing.srh                   ? 32
+                                                            : 16;
+    for (int round = 0; round < 2; ++round) {
+      for (Opcode op : testing::kAllOpcodes) {
+        const auto payload = make_payload(is_data(op) ? 1500 - 100 * round : 0);
+        const Transport t = make_transport(op, static_cast<uint32_t>(payload.size()));
+        WireEv ev = testing::make_ev();
+        for (size_t b = 0; b < sizeof(ev.bytes); ++b)
+          ev.bytes[b] ^= static_cast<uint8_t>(uint8_t(op) + round);
+        const TxMarking mark{static_cast<uint8_t>(is_data(op) ? 26 : 48),
+                             round ? kEcnCe : kEcnEct0};
+        const size_t hlen = build_headers(tmpl, ev, mark, t, payload.size(), reused);
+        ASSERT_EQ(hlen, header_len(frame, op)) << framing_name(framing) << opcode_name(op);
+        const size_t n = finish_packet(tmpl, hlen, payload, reused);
+        ASSERT_EQ(n, hlen + payload.size() + kIcrcLen);
+
+        PacketView v;
+        ASSERT_EQ(parse({reused.data(), n}, cfg, &v), ParseStatus::kOk)
+            << framing_name(framing) << opcode_name(op) << " round " << round;
+        expect_same_transport(t, v.t);
+        EXPECT_EQ(v.dscp, mark.dscp);
+        EXPECT_EQ(v.ecn, mark.ecn);
+        EXPECT_EQ(v.payload_len, payload.size());
+        EXPECT_TRUE(payload.empty() || std::memcmp(v.payload, payload.data(), payload.size()) == 0);
+        const WireEv got = wire_ev_of(v, framing.mode);
+        EXPECT_EQ(0, std::memcmp(ev.bytes, got.bytes, ev_bytes))
+            << framing_name(framing) << opcode_name(op) << " round " << round;
+      }
+    }
+  }
+}
+
+// A FrameSpec that cannot be framed makes a template that frames nothing.
+TEST(Build, TemplateOfAnUnframeableSpecBuildsNothing) {
+  const HeaderTemplate tmpl = header_template(make_frame(IpVersion::kV4, EvMode::kStev));
+  std::vector<uint8_t> out(kMaxHeaderLen + kIcrcLen);
+  EXPECT_EQ(tmpl.len, 0u);
+  EXPECT_EQ(build_headers(tmpl, testing::make_ev(), {}, make_transport(Opcode::kAck), 0, out), 0u);
+}
+
 TEST(Build, RefusesFieldsOutOfRange) {
   std::vector<uint8_t> out(kMaxHeaderLen + kMaxPayload + kIcrcLen);
   const WireEv ev = testing::make_ev();
