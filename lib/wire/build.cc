@@ -59,6 +59,10 @@ uint16_t ipv4_header_sum(const uint8_t* hdr) {
   return static_cast<uint16_t>((sum & 0xffff) + (sum >> 16));
 }
 
+static_assert(sizeof(EthHdr) + sizeof(VlanTag) + sizeof(Ipv6Hdr) + sizeof(SrhOneSegment) +
+                  sizeof(UdpHdr) <=
+              sizeof(HeaderTemplate::bytes));
+
 HeaderTemplate header_template(const FrameSpec& frame) {
   HeaderTemplate h;
   if (frame.ip_version == IpVersion::kV4 && frame.ev_mode != EvMode::kUdp) return h;
