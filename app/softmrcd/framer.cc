@@ -157,13 +157,13 @@ void Framer::frame(const engine::TxPacket* tx, size_t n, rte_mbuf** out, bool* e
   const wire::DscpConfig& dscp = parse_cfg_.dscp;
   for (size_t done = 0; done < n;) {
     const size_t burst = std::min<size_t>(n - done, kBurst);
-    const wire::HeaderTemplate* spec[kBurst];
+    const wire::HeaderTemplate* headers[kBurst];
     size_t hlen[kBurst];
     for (size_t i = done; i < done + burst; ++i) {
       const engine::TxPacket& p = tx[i];
       out[i] = nullptr;
       extbuf[i] = false;
-      const wire::HeaderTemplate* f = spec[i - done] = frame_of(p);
+      const wire::HeaderTemplate* f = headers[i - done] = frame_of(p);
       if (f == nullptr) {
         ++drops->other[size_t(Drop::kTxNoPeer)];
         continue;
@@ -184,7 +184,7 @@ void Framer::frame(const engine::TxPacket* tx, size_t n, rte_mbuf** out, bool* e
           ++drops->other[size_t(Drop::kTxBuild)];
           continue;
         }
-        if (route == wire::Srv6Route::kWithSrh) f = spec[i - done] = &srh_frames_[at];
+        if (route == wire::Srv6Route::kWithSrh) f = headers[i - done] = &srh_frames_[at];
         ev = &routed;
       }
       const wire::TxMarking mark = p.is_data ? wire::TxMarking{dscp.trimmable, wire::kEcnEct0}
@@ -209,7 +209,7 @@ void Framer::frame(const engine::TxPacket* tx, size_t n, rte_mbuf** out, bool* e
         continue;
       }
       const std::span<uint8_t> room(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_tailroom(m));
-      const size_t len = wire::finish_packet(*spec[i - done], hlen[i - done],
+      const size_t len = wire::finish_packet(*headers[i - done], hlen[i - done],
                                              {tx[i].payload, tx[i].payload_len}, room);
       if (len == 0) {
         rte_pktmbuf_free(m);

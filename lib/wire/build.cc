@@ -8,6 +8,10 @@
 namespace softmrc::wire {
 namespace {
 
+IcrcLayout layout_of(const FrameSpec& frame) {
+  return {l3_offset(frame), frame.ip_version, has_srh(frame), frame.ev_mode};
+}
+
 // Every field is written in place, reserved ones as zero (see get_be16()).
 void write_type_header(const Transport& t, uint8_t* p) {
   if (is_data(t.opcode)) {
@@ -66,10 +70,8 @@ static_assert(sizeof(EthHdr) + sizeof(VlanTag) + sizeof(Ipv6Hdr) + sizeof(SrhOne
 HeaderTemplate header_template(const FrameSpec& frame) {
   HeaderTemplate h;
   if (frame.ip_version == IpVersion::kV4 && frame.ev_mode != EvMode::kUdp) return h;
-  h.l3_offset = static_cast<uint8_t>(l3_offset(frame));
-  h.ip_version = frame.ip_version;
-  h.ev_mode = frame.ev_mode;
-  h.srh = has_srh(frame);
+  h.layout = layout_of(frame);
+  const bool srh = h.layout.has_srh;
   uint8_t* p = h.bytes;
   std::memcpy(p + offsetof(EthHdr, dst), frame.dst_mac.bytes, 6);
   std::memcpy(p + offsetof(EthHdr, src), frame.src_mac.bytes, 6);
@@ -81,7 +83,7 @@ HeaderTemplate header_template(const FrameSpec& frame) {
   } else {
     put_be16(p + offsetof(EthHdr, ether_type), l3_type);
   }
-  p += h.l3_offset;
+  p += h.layout.l3_offset;
   if (frame.ip_version == IpVersion::kV4) {
     // The version, TOS, length and checksum words are the packet's.
     put_be16(p + offsetof(Ipv4Hdr, fragment), 0x4000);  // don't fragment
@@ -92,13 +94,13 @@ HeaderTemplate header_template(const FrameSpec& frame) {
     h.ipv4_sum = ipv4_header_sum(p);
     p += sizeof(Ipv4Hdr);
   } else {
-    p[offsetof(Ipv6Hdr, next_header)] = h.srh ? kIpProtoRouting : kIpProtoUdp;
+    p[offsetof(Ipv6Hdr, next_header)] = srh ? kIpProtoRouting : kIpProtoUdp;
     p[offsetof(Ipv6Hdr, hop_limit)] = frame.ttl;
     std::memcpy(p + offsetof(Ipv6Hdr, src), frame.src_ip, 16);
     // SRv6: the EV is the destination, the packet's.
     if (frame.ev_mode != EvMode::kSrv6) std::memcpy(p + offsetof(Ipv6Hdr, dst), frame.dst_ip, 16);
     p += sizeof(Ipv6Hdr);
-    if (h.srh) {
+    if (srh) {
       p[offsetof(SrhOneSegment, next_header)] = kIpProtoUdp;
       p[offsetof(SrhOneSegment, hdr_ext_len)] = 2;
       p[offsetof(SrhOneSegment, routing_type)] = kSrhRoutingType;
@@ -136,11 +138,12 @@ size_t build_headers(const HeaderTemplate& tmpl, const WireEv& ev, TxMarking mar
     std::memcpy(p, tmpl.bytes, sizeof(tmpl.bytes));
   else
     std::memcpy(p, tmpl.bytes, tmpl.len);
-  uint8_t* ip = p + tmpl.l3_offset;
+  const IcrcLayout& at = tmpl.layout;
+  uint8_t* ip = p + at.l3_offset;
   const size_t udp_len = sizeof(UdpHdr) + transport_len + payload_len + kIcrcLen;
   const uint8_t tos = static_cast<uint8_t>(marking.dscp << 2 | marking.ecn);
   uint16_t src_port = static_cast<uint16_t>(ev.bytes[0] << 8 | ev.bytes[1]);
-  if (tmpl.ip_version == IpVersion::kV4) {
+  if (at.ip_version == IpVersion::kV4) {
     const auto total = static_cast<uint16_t>(sizeof(Ipv4Hdr) + udp_len);
     ip[offsetof(Ipv4Hdr, version_ihl)] = 0x45;
     ip[offsetof(Ipv4Hdr, tos)] = tos;
@@ -151,19 +154,19 @@ size_t build_headers(const HeaderTemplate& tmpl, const WireEv& ev, TxMarking mar
     put_be16(ip + offsetof(Ipv4Hdr, checksum), static_cast<uint16_t>(~sum));
   } else {
     uint32_t flow_label = 0;
-    if (tmpl.ev_mode == EvMode::kStev) {
+    if (at.ev_mode == EvMode::kStev) {
       flow_label = static_cast<uint32_t>(ev.bytes[2] << 8 | ev.bytes[3]);
-    } else if (tmpl.ev_mode == EvMode::kSrv6) {
+    } else if (at.ev_mode == EvMode::kSrv6) {
       // The path is in the address; the source port keeps a little
       // entropy for any ECMP hop outside the SRv6 domain.
       src_port = static_cast<uint16_t>(0xc000 | (t.path_tag & 0x3fff));
       std::memcpy(ip + offsetof(Ipv6Hdr, dst), ev.bytes, 16);
-      if (tmpl.srh)
+      if (at.has_srh)
         std::memcpy(ip + sizeof(Ipv6Hdr) + offsetof(SrhOneSegment, segment), ev.bytes + 16, 16);
     }
     put_be32(ip + offsetof(Ipv6Hdr, version_tc_flow), 6u << 28 | uint32_t{tos} << 20 | flow_label);
     put_be16(ip + offsetof(Ipv6Hdr, payload_length),
-             static_cast<uint16_t>((tmpl.srh ? sizeof(SrhOneSegment) : 0) + udp_len));
+             static_cast<uint16_t>((at.has_srh ? sizeof(SrhOneSegment) : 0) + udp_len));
   }
   p += tmpl.len - sizeof(UdpHdr);
   put_be16(p + offsetof(UdpHdr, src_port), src_port);
@@ -223,13 +226,12 @@ size_t finish(const IcrcLayout& layout, size_t hlen, std::span<const uint8_t> pa
 
 size_t finish_packet(const FrameSpec& frame, size_t hlen, std::span<const uint8_t> payload,
                      std::span<uint8_t> out) {
-  return finish({l3_offset(frame), frame.ip_version, has_srh(frame), frame.ev_mode}, hlen, payload,
-                out);
+  return finish(layout_of(frame), hlen, payload, out);
 }
 
 size_t finish_packet(const HeaderTemplate& tmpl, size_t hlen, std::span<const uint8_t> payload,
                      std::span<uint8_t> out) {
-  return finish({tmpl.l3_offset, tmpl.ip_version, tmpl.srh, tmpl.ev_mode}, hlen, payload, out);
+  return finish(tmpl.layout, hlen, payload, out);
 }
 
 size_t build_packet(const FrameSpec& frame, const WireEv& ev, TxMarking marking, const Transport& t,

@@ -38,15 +38,6 @@ CrcEngine crc32_set_engine(CrcEngine engine);
 // The fastest engine this CPU has.
 CrcEngine crc32_best_engine();
 
-// Where the headers the ICRC masks sit in a frame. Offsets are from the start
-// of the Ethernet header.
-struct IcrcLayout {
-  size_t l3_offset = 0;
-  IpVersion ip_version = IpVersion::kV6;
-  bool has_srh = false;
-  EvMode ev_mode = EvMode::kUdp;
-};
-
 // The ICRC of bytes[l3_offset, end) of `headers` followed by `payload`.
 // `headers` must hold at least the IP, SRH, UDP and BTH headers.
 uint32_t icrc_of(const IcrcLayout& layout, std::span<const uint8_t> headers,

@@ -152,6 +152,15 @@ struct TxMarking {
 size_t build_headers(const FrameSpec& frame, const WireEv& ev, TxMarking marking,
                      const Transport& t, uint32_t payload_len, std::span<uint8_t> out);
 
+// Where the headers the ICRC masks sit in a frame (icrc.h). Offsets are
+// from the start of the Ethernet header.
+struct IcrcLayout {
+  size_t l3_offset = 0;
+  IpVersion ip_version = IpVersion::kV6;
+  bool has_srh = false;
+  EvMode ev_mode = EvMode::kUdp;
+};
+
 // The Ethernet, IP and UDP headers of a FrameSpec as far as no packet
 // changes them, made once (per peer and plane) so that each packet's are a
 // copy with its own lengths, marking and EV set: the same bytes as
@@ -159,11 +168,8 @@ size_t build_headers(const FrameSpec& frame, const WireEv& ev, TxMarking marking
 struct HeaderTemplate {
   uint8_t bytes[96] = {};  // Ethernet (+VLAN), IP (+SRH), UDP: at most 90
   uint8_t len = 0;         // of `bytes`, 0 if the FrameSpec cannot be framed
-  uint8_t l3_offset = 0;
-  IpVersion ip_version = IpVersion::kV6;
-  EvMode ev_mode = EvMode::kUdp;
-  bool srh = false;
-  uint32_t ipv4_sum = 0;  // IPv4: the ones'-complement sum of the words no packet changes
+  IcrcLayout layout;       // where its IP (and SRH) header sits
+  uint32_t ipv4_sum = 0;   // IPv4: the ones'-complement sum of the words no packet changes
 };
 HeaderTemplate header_template(const FrameSpec& frame);
 // build_headers() with the FrameSpec's template: the same bytes, the same
