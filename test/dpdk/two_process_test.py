@@ -233,12 +233,14 @@ def case_memif_sigterm(args):
     # No limit: only the signal ends the flow.
     traffic = [{'from': 'a', 'to': 'b', 'qps': 2, 'op': 'write', 'size': 16384, 'window': 4}]
     a, b = memif_pair(args, 'memif_sigterm', 2, traffic)
+    until_sigterm(a, b, lambda: verified_at_b(a, b))
 
-    def body():
-        t = Telemetry(telemetry_socket(b.prefix))
-        wait_for('messages verified at b', lambda: t.query('/softmrc/stats,b')['b'][
-            'txgen_verified'] > 100, timeout=20, output=a.output())
-    until_sigterm(a, b, body)
+
+def verified_at_b(a, b, messages=100):
+    """Waits until b, the responder, has verified more than `messages`."""
+    t = Telemetry(telemetry_socket(b.prefix))
+    wait_for('messages verified at b', lambda: t.query('/softmrc/stats,b')['b'][
+        'txgen_verified'] > messages, timeout=20, output=a.output())
 
 
 def case_memif_requester_gone(args):
@@ -249,9 +251,7 @@ def case_memif_requester_gone(args):
                 'requester_timeout_ms': timeout_ms}]
     a, b = memif_pair(args, 'memif_requester_gone', 2, traffic)
     try:
-        t = Telemetry(telemetry_socket(b.prefix))
-        wait_for('messages verified at b', lambda: t.query('/softmrc/stats,b')['b'][
-            'txgen_verified'] > 100, timeout=20, output=a.output())
+        verified_at_b(a, b)
         a.proc.send_signal(signal.SIGSTOP)
         frozen = time.monotonic()
         code_b = b.wait(timeout=20)
