@@ -237,9 +237,10 @@ size_t finish_packet(const HeaderTemplate& tmpl, size_t hlen, std::span<const ui
 size_t build_packet(const FrameSpec& frame, const WireEv& ev, TxMarking marking, const Transport& t,
                     std::span<const uint8_t> payload, std::span<uint8_t> out) {
   if (payload.size() > kMaxPayload) return 0;
+  const HeaderTemplate tmpl = header_template(frame);
   const size_t hlen =
-      build_headers(frame, ev, marking, t, static_cast<uint32_t>(payload.size()), out);
-  return hlen == 0 ? 0 : finish_packet(frame, hlen, payload, out);
+      build_headers(tmpl, ev, marking, t, static_cast<uint32_t>(payload.size()), out);
+  return hlen == 0 ? 0 : finish_packet(tmpl, hlen, payload, out);
 }
 
 }  // namespace softmrc::wire
