@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "softmrcd/app_server.h"
+#include "softmrcd/app_stage.h"
 
 namespace softmrc::softmrcd {
 

@@ -112,7 +112,7 @@ class EndpointTask {
   bool flushed() const { return flushed_.load(std::memory_order_acquire); }
 
   // Setup (or after the lcores stopped): the applications' stage, run in
-  // every pass (app_server.h).
+  // every pass (app_stage.h).
   void set_app_stage(AppStage* stage) { app_ = stage; }
 
   // The owning lcore (inside call()): the engine and the framer.

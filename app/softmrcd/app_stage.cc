@@ -1,0 +1,312 @@
+// The application API's data path (see app_stage.h).
+#include "softmrcd/app_stage.h"
+
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+namespace softmrc::softmrcd {
+
+using shm::Cqe;
+using shm::CqeOpcode;
+using shm::WcStatus;
+using shm::WorkRequest;
+using shm::WrOpcode;
+
+namespace {
+
+constexpr uint32_t kQpBudget = 32;     // descriptors per QP per pass
+constexpr uint32_t kPassBudget = 256;  // descriptors per pass, all QPs
+constexpr uint32_t kEventRing = 1024;
+
+// A work request the QP cannot take: flushed once the QP is in error (or
+// gone), refused in any other state.
+WcStatus refused_status(const engine::Qp* eq) {
+  return eq == nullptr || eq->state() == engine::QpState::kError ? WcStatus::kWrFlushErr
+                                                                 : WcStatus::kLocQpOpErr;
+}
+
+WcStatus wc_status(engine::WcStatus s) {
+  switch (s) {
+    case engine::WcStatus::kSuccess:
+      return WcStatus::kSuccess;
+    case engine::WcStatus::kRetryExceeded:
+      return WcStatus::kRetryExcErr;
+    case engine::WcStatus::kRemoteAccessError:
+      return WcStatus::kRemAccessErr;
+    case engine::WcStatus::kRemoteInvalidRequest:
+      return WcStatus::kRemInvReqErr;
+    case engine::WcStatus::kFlushed:
+      return WcStatus::kWrFlushErr;
+  }
+  return WcStatus::kGeneralErr;
+}
+
+}  // namespace
+
+void AppStage::init(uint32_t max_qps, uint32_t max_regions) {
+  qps_.assign(max_qps, nullptr);
+  live_qps_.reserve(max_qps);
+  cqs_.reserve(max_qps * 2 + 64);
+  touched_.reserve(max_qps * 2 + 64);
+  region_slots_.assign(std::max<uint32_t>(max_regions, 1), shm::RegionEntry{});
+  regions_ = shm::RegionTable(region_slots_.data(), static_cast<uint32_t>(region_slots_.size()));
+  const size_t bytes = shm::ring_bytes(kEventRing, sizeof(AppEvent));
+  event_ring_.reset(
+      static_cast<unsigned char*>(::operator new (bytes, std::align_val_t{shm::kCacheLine})));
+  shm::format_ring(event_ring_.get());
+  events_in_.attach(event_ring_.get(), kEventRing);
+  events_out_.attach(event_ring_.get(), kEventRing);
+}
+
+void AppStage::add_cq(AppCq* cq) {
+  cqs_.push_back(cq);
+}
+
+void AppStage::remove_cq(AppCq* cq) {
+  cqs_.erase(std::remove(cqs_.begin(), cqs_.end(), cq), cqs_.end());
+  touched_.erase(std::remove(touched_.begin(), touched_.end(), cq), touched_.end());
+}
+
+void AppStage::add_qp(uint32_t qpn, AppQp* qp) {
+  qps_[qpn - 1] = qp;
+  live_qps_.push_back(qpn);
+}
+
+void AppStage::remove_qp(uint32_t qpn) {
+  if (qpn - 1 >= qps_.size()) return;
+  qps_[qpn - 1] = nullptr;
+  live_qps_.erase(std::remove(live_qps_.begin(), live_qps_.end(), qpn), live_qps_.end());
+}
+
+uint32_t AppStage::poll(engine::Endpoint& ep) {
+  const size_t n = live_qps_.size();
+  if (n == 0) return 0;
+  uint32_t taken = 0;
+  // Every QP's receives, all of them, every pass: a receive posted before
+  // the peer was told to send is then in place for every frame this pass
+  // took in (EndpointTask::poll), however many sends wait before it. A
+  // receive costs the engine a queue slot, nothing more.
+  for (uint32_t qpn : live_qps_) taken += take_receives(ep, qpn, *qps_[qpn - 1]);
+  // Sends round-robin under a budget, without a division per pass (a
+  // 64-bit one costs more than an idle ring's check).
+  uint32_t budget = kPassBudget;
+  if (++next_qp_ >= n) next_qp_ = 0;
+  size_t at = next_qp_;
+  for (size_t i = 0; i < n && budget > 0; ++i) {
+    const uint32_t qpn = live_qps_[at];
+    if (++at == n) at = 0;
+    const uint32_t take = std::min(budget, kQpBudget);
+    taken += take_sends(ep, qpn, *qps_[qpn - 1], take);
+    budget -= take;
+  }
+  notify();
+  return taken;
+}
+
+uint32_t AppStage::take_receives(engine::Endpoint& ep, uint32_t qpn, AppQp& q) {
+  WorkRequest wr[kQpBudget];
+  uint32_t taken = 0, n;
+  // Bounded: what the ring held when it was read, at most its capacity.
+  do {
+    n = q.recv_ring.dequeue_burst(wr, kQpBudget);
+    for (uint32_t i = 0; i < n; ++i) post_recv(ep, qpn, q, wr[i]);
+    taken += n;
+  } while (n == kQpBudget && taken < q.recv_ring.capacity());
+  fail_if_corrupt(ep, qpn, q);
+  return taken;
+}
+
+uint32_t AppStage::take_sends(engine::Endpoint& ep, uint32_t qpn, AppQp& q, uint32_t budget) {
+  while (q.stash_n > 0) {
+    if (!post_send(ep, qpn, q, q.stash[q.stash_at])) return 0;
+    ++q.stash_at;
+    --q.stash_n;
+  }
+  WorkRequest wr[kQpBudget];
+  const uint32_t n = q.send_ring.dequeue_burst(wr, std::min(budget, kQpBudget));
+  fail_if_corrupt(ep, qpn, q);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (post_send(ep, qpn, q, wr[i])) continue;
+    q.stash_at = 0;
+    q.stash_n = n - i;
+    std::memcpy(q.stash, wr + i, q.stash_n * sizeof(WorkRequest));
+    return n;
+  }
+  return n;
+}
+
+// A producer index that cannot be right: the ring moves nothing more, and
+// the QP fails as a QP whose retries ran out would.
+void AppStage::fail_if_corrupt(engine::Endpoint& ep, uint32_t qpn, AppQp& q) {
+  if (q.ring_reported || !(q.send_ring.corrupt() || q.recv_ring.corrupt())) return;
+  q.ring_reported = true;
+  ++bad_descriptors_;
+  engine::QpAttr a;
+  a.state = engine::QpState::kError;
+  (void)ep.modify_qp(qpn, a, engine::kAttrState, 0);
+  AppEvent e{q.owner, {}};
+  e.msg.kind = uint32_t(shm::EventKind::kQpFatal);
+  e.msg.qpn = qpn;
+  e.msg.status = uint32_t(WcStatus::kBadRespErr);
+  raise(e);
+}
+
+void AppStage::post_recv(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const WorkRequest& w) {
+  if (const WcStatus st = shm::check_recv_request(w); st != WcStatus::kSuccess) {
+    ++bad_descriptors_;
+    error_cqe(q, qpn, w, st, 0, true);
+    return;
+  }
+  if (ep.post_recv(qpn, engine::RecvRequest{w.wr_id}).ok()) return;
+  error_cqe(q, qpn, w, refused_status(ep.qp(qpn)), 0, true);
+}
+
+bool AppStage::post_send(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const WorkRequest& w) {
+  const engine::Qp* eq = ep.qp(qpn);
+  const WcStatus st = shm::check_work_request(w, q.owner, regions_, shm::kMaxMsgBytes);
+  if (st != WcStatus::kSuccess) {
+    ++bad_descriptors_;
+    error_cqe(q, qpn, w, st, 0, false);
+    return true;
+  }
+  if (eq == nullptr || eq->state() != engine::QpState::kRts) {
+    error_cqe(q, qpn, w, refused_status(eq), 0, false);
+    return true;
+  }
+  if (eq->send_queue_depth() >= q.max_send_wr) return false;
+  engine::WriteRequest r;
+  r.wr_id = w.wr_id;
+  r.local_addr = w.local_addr;
+  r.length = w.length;
+  r.lkey = w.lkey;
+  r.remote_addr = w.remote_addr;
+  r.rkey = w.rkey;
+  r.with_imm = w.opcode == uint8_t(WrOpcode::kWriteImm);
+  r.imm = ntohl(w.imm);
+  r.signaled = q.sig_all || (w.flags & shm::kWrSignaled);
+  if (!ep.post_write(qpn, r).ok()) error_cqe(q, qpn, w, WcStatus::kGeneralErr, 1, false);
+  return true;
+}
+
+void AppStage::error_cqe(AppQp& q, uint32_t qpn, const WorkRequest& w, WcStatus st,
+                         uint32_t vendor_err, bool recv) {
+  Cqe e{};
+  e.wr_id = w.wr_id;
+  e.qpn = qpn;
+  e.status = uint8_t(st);
+  e.vendor_err = vendor_err;
+  e.opcode = uint8_t(recv                                       ? CqeOpcode::kRecvWriteImm
+                     : w.opcode == uint8_t(WrOpcode::kWriteImm) ? CqeOpcode::kWriteImm
+                                                                : CqeOpcode::kWrite);
+  complete(recv ? q.recv_cq : q.send_cq, e);
+}
+
+bool AppStage::on_completion(const engine::Completion& c) {
+  AppQp* q = qp(c.qpn);
+  if (q == nullptr) return false;
+  Cqe e{};
+  e.wr_id = c.wr_id;
+  e.qpn = c.qpn;
+  e.byte_len = c.byte_len;
+  e.status = uint8_t(wc_status(c.status));
+  const bool recv = c.opcode == engine::WcOpcode::kRecvWriteImm;
+  e.opcode = uint8_t(recv                                      ? CqeOpcode::kRecvWriteImm
+                     : c.opcode == engine::WcOpcode::kWriteImm ? CqeOpcode::kWriteImm
+                                                               : CqeOpcode::kWrite);
+  e.imm = recv ? htonl(c.imm) : 0;
+  complete(recv ? q->recv_cq : q->send_cq, e);
+  return true;
+}
+
+void AppStage::complete(AppCq* cq, const Cqe& e) {
+  if (!cq->touched) {
+    cq->touched = true;
+    touched_.push_back(cq);  // reserved for every CQ: no allocation
+  }
+  if (cq->backlog.empty() && cq->ring.enqueue_burst(&e, 1) == 1) return;
+  if (cq->backlog.push(e)) return;
+  cq->ctrl->overflow.fetch_add(1, std::memory_order_relaxed);
+  if (!cq->overflow_reported) {
+    cq->overflow_reported = true;
+    AppEvent ev{cq->owner, {}};
+    ev.msg.kind = uint32_t(shm::EventKind::kCqErr);
+    ev.msg.cq = cq->id;
+    raise(ev);
+  }
+}
+
+void AppStage::notify() {
+  for (AppCq* cq : touched_) {
+    cq->touched = false;
+    // What waited for room goes first, in order.
+    while (!cq->backlog.empty() && cq->ring.enqueue_burst(&cq->backlog.front(), 1) == 1)
+      cq->backlog.pop();
+    if (!cq->backlog.empty()) {
+      cq->touched = true;  // try again next pass
+      continue;
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (cq->efd >= 0 && cq->ctrl->armed.exchange(0, std::memory_order_seq_cst) != 0) {
+      cq->ctrl->fired.store(1, std::memory_order_release);
+      const uint64_t one = 1;
+      (void)!::write(cq->efd, &one, sizeof(one));
+    }
+  }
+  std::erase_if(touched_, [](const AppCq* cq) { return !cq->touched; });
+}
+
+bool AppStage::on_event(const engine::Event& e) {
+  if (e.type != engine::EventType::kQpError) return false;
+  AppQp* q = qp(e.qpn);
+  if (q == nullptr) return false;
+  AppEvent ev{q->owner, {}};
+  ev.msg.kind = uint32_t(shm::EventKind::kQpFatal);
+  ev.msg.qpn = e.qpn;
+  ev.msg.status = uint32_t(wc_status(e.status));
+  raise(ev);
+  return true;
+}
+
+void AppStage::take_posted(engine::Endpoint& ep, uint32_t qpn) {
+  AppQp* q = qp(qpn);
+  if (q == nullptr) return;
+  take_receives(ep, qpn, *q);
+  // Bounded: the ring holds at most its capacity.
+  for (uint32_t i = 0; i <= q->send_ring.capacity() / kQpBudget && !q->ring_reported; ++i)
+    take_sends(ep, qpn, *q, kQpBudget);
+}
+
+uint64_t AppStage::outstanding(const engine::Endpoint& ep) const {
+  uint64_t n = 0;
+  for (uint32_t qpn : live_qps_)
+    if (const engine::Qp* q = ep.qp(qpn)) n += q->send_queue_depth();
+  return n;
+}
+
+uint32_t AppStage::flush(engine::Endpoint& ep, uint64_t now) {
+  engine::QpAttr a;
+  a.state = engine::QpState::kError;
+  uint32_t n = 0;
+  for (uint32_t qpn : live_qps_) {
+    const engine::Qp* q = ep.qp(qpn);
+    if (q == nullptr || q->state() == engine::QpState::kError) continue;
+    // Nothing the application posts from now on reaches the wire: the
+    // ring's descriptors complete as flushed when drained.
+    (void)ep.modify_qp(qpn, a, engine::kAttrState, now);
+    ++n;
+  }
+  return n;
+}
+
+void AppStage::on_plane(uint32_t plane, bool up) {
+  AppEvent ev{0, {}};
+  ev.msg.kind = uint32_t(up ? shm::EventKind::kPortActive : shm::EventKind::kPortErr);
+  ev.msg.plane = plane;
+  raise(ev);
+}
+
+}  // namespace softmrc::softmrcd
