@@ -15,52 +15,19 @@
 //   - every completion names a QP of the endpoint and a known status.
 // Any broken promise aborts, and libFuzzer saves the input.
 #include <fuzzer/FuzzedDataProvider.h>
-#include <sanitizer/asan_interface.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <vector>
 
-#include "engine/endpoint.h"
-#include "wire/packet.h"
+#include "fuzz_endpoint.h"
 
+namespace softmrc::fuzz {
 namespace {
 
-using namespace softmrc;
 using engine::TimeNs;
 
-[[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "engine_fuzz: broken promise: %s\n", what);
-  std::abort();
-}
-
-constexpr size_t kGuard = 4096;
-constexpr uint8_t kPlanes = 2;
-constexpr uint32_t kMtu = 1024;
 constexpr uint8_t kUntouched = 0x5a;  // the fill of the region without remote write
-
-// A region's bytes with a poisoned page on each side.
-class GuardedRegion {
- public:
-  explicit GuardedRegion(size_t len) : len_(len), mem_(len + 2 * kGuard, kUntouched) {
-    ASAN_POISON_MEMORY_REGION(mem_.data(), kGuard);
-    ASAN_POISON_MEMORY_REGION(mem_.data() + kGuard + len_, kGuard);
-  }
-  ~GuardedRegion() { ASAN_UNPOISON_MEMORY_REGION(mem_.data(), mem_.size()); }
-  GuardedRegion(const GuardedRegion&) = delete;
-  GuardedRegion& operator=(const GuardedRegion&) = delete;
-
-  uint8_t* data() { return mem_.data() + kGuard; }
-  size_t size() const { return len_; }
-  void poison_all() { ASAN_POISON_MEMORY_REGION(data(), len_); }
-
- private:
-  size_t len_;
-  std::vector<uint8_t> mem_;
-};
 
 struct Target {
   uint64_t va;
@@ -70,33 +37,18 @@ struct Target {
 
 class Script {
  public:
-  Script() : remote_(64 * 1024), local_only_(8 * 1024), gone_(4096) {
-    engine::EndpointConfig ec;
-    ec.num_planes = kPlanes;
-    ec.max_qps = 4;
-    ec.max_regions = 8;
-    ec.qp.max_mpr = 2;
-    ec.qp.max_send_wr = 64;
-    ec.qp.max_recv_wr = 64;
-    ec.qp.max_wimm = 64;
-    ec.ctrl_queue_packets = 256;
-    ec.event_queue = 256;
-    if (!ep_.init(ec).ok()) fail("init");
+  Script()
+      : remote_(64 * 1024, kUntouched),
+        local_only_(8 * 1024, kUntouched),
+        gone_(4096, kUntouched),
+        evs_(fuzz_evs()) {
+    if (!ep_.init(endpoint_config(4, 8)).ok()) fail("init");
     targets_[0] =
         add_region(remote_, 0x10000000, engine::kAccessLocalWrite | engine::kAccessRemoteWrite);
     targets_[1] = add_region(local_only_, 0x20000000, engine::kAccessLocalWrite);
     targets_[2] = add_region(gone_, 0x30000000, engine::kAccessRemoteWrite);
     if (!ep_.deregister_region(targets_[2].key).ok()) fail("deregister");
     gone_.poison_all();
-    for (uint8_t p = 0; p < kPlanes; ++p) {
-      for (uint8_t i = 0; i < 4; ++i) {
-        engine::EvEntry e{};
-        e.plane = p;
-        e.value.bytes[0] = p;
-        e.value.bytes[1] = i;
-        evs_.push_back(e);
-      }
-    }
     for (uint32_t k = 0; k < 2; ++k) open_qp(k);
     for (size_t i = 0; i < sizeof(payload_); ++i) payload_[i] = static_cast<uint8_t>(i * 7);
   }
@@ -167,22 +119,8 @@ class Script {
     if (!ep_.create_qp(&qpns_[k]).ok()) fail("create_qp");
     if (qpns_[k] >= sizeof(ours_)) fail("a QPN over max_qps");
     ours_[qpns_[k]] = true;
-    engine::QpAttr at;
-    at.evs = evs_;
-    at.ev_config.num_planes = kPlanes;
-    at.ev_config.probe_initial_ns = 20'000;
-    at.ev_config.probe_max_ns = 200'000;
-    at.peer = 0;
-    at.dest_qpn = 100 + k;
-    at.path_mtu = kMtu;
-    at.mpr = at.mpr_dest = 2;
-    at.max_wimm = at.max_wimm_dest = 16;
-    at.timeout = 6;
-    // The first QP retries forever; the second gives up soon, so that
-    // scripts reach the retry-exceeded path.
-    at.retry_linear = k == 0 ? 7 : 2;
-    at.retry_exp = k == 0 ? 25 : 2;
-    if (!ep_.connect_qp(qpns_[k], at, now_).ok()) fail("connect_qp");
+    // The first QP retries forever, the second gives up soon.
+    if (!ep_.connect_qp(qpns_[k], qp_attr(evs_, 100 + k, k == 0), now_).ok()) fail("connect_qp");
     for (int i = 0; i < 8; ++i) (void)ep_.post_recv(qpns_[k], engine::RecvRequest{});
   }
 
@@ -322,20 +260,10 @@ class Script {
   // Frames the packet as a peer would and hands the engine what parse()
   // makes of it, trimmed or CE-marked as a switch may.
   void deliver(FuzzedDataProvider& in, const wire::Transport& t, uint32_t len = 0) {
-    wire::FrameSpec f;
-    f.src_ip[0] = 0xfd;
-    f.dst_ip[0] = 0xfd;
-    const wire::DscpConfig dscp;
-    const bool data = wire::is_data(t.opcode);
-    const wire::TxMarking mark{data ? dscp.trimmable : dscp.control,
-                               data && in.ConsumeBool() ? wire::kEcnCe : wire::kEcnEct0};
-    const size_t n = wire::build_packet(f, wire::WireEv{}, mark, t, {payload_, len}, frame_);
-    if (n == 0) return;
-    size_t size = n;
-    if (data && in.ConsumeIntegralInRange<int>(0, 7) == 0) size = wire::trim({frame_, n}, dscp);
+    const bool ce = in.ConsumeBool();
+    const bool trim = in.ConsumeIntegralInRange<int>(0, 7) == 0;
     wire::PacketView v;
-    if (size == 0 || wire::parse({frame_, size}, wire::ParseConfig{}, &v) != wire::ParseStatus::kOk)
-      return;
+    if (!frame_and_parse(t, wire::WireEv{}, ce, trim, {payload_, len}, frame_, &v)) return;
     const uint8_t plane = in.ConsumeIntegralInRange<uint8_t>(0, kPlanes - 1);
     ep_.on_packet(v, plane, now_, /*src_peer=*/0);
     if (in.ConsumeBool()) poll();
@@ -381,14 +309,15 @@ class Script {
   bool ours_[8] = {};  // the QPNs this script created (max_qps is 4)
   TimeNs now_ = 1'000'000;
   uint8_t payload_[kMtu];
-  uint8_t frame_[wire::kMaxHeaderLen + kMtu + wire::kIcrcLen];
+  Frame frame_;
 };
 
 }  // namespace
+}  // namespace softmrc::fuzz
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  Script script;
+  softmrc::fuzz::Script script;
   script.run(in);
   return 0;
 }
