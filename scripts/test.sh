@@ -4,8 +4,9 @@
 #   build/      every suite except fuzz (unit, sim, dpdk, e2e, tool)
 #   build-san/  unit and sim again under ASan+UBSan
 #   build-fuzz/ the libFuzzer targets (packets into wire::parse and into the
-#               engine, an application's rings into softmrcd's AppStage) for
-#               a bounded time each (clang)
+#               engine, an application's rings into softmrcd's AppStage,
+#               control socket JSON, softmrcd's YAML configuration) for a
+#               bounded time each (clang)
 #
 # Needs scripts/setup.sh to have run once. Exits non-zero if anything failed.
 set -uo pipefail
@@ -65,7 +66,8 @@ configure build-san --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=
 # Only the fuzz targets: softmrcd's cmdline tables use a GCC extension
 # (initialised flexible array members) that clang refuses in C++.
 CXX=clang++ configure build-fuzz --buildtype=debug -Dfuzz=true &&
-  targets="test/fuzz/parse_fuzz test/fuzz/engine_fuzz test/fuzz/app_fuzz" run build-fuzz --suite fuzz
+  targets="$(printf 'test/fuzz/%s_fuzz ' parse engine app json config)" \
+    run build-fuzz --suite fuzz
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

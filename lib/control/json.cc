@@ -106,6 +106,8 @@ void Json::dump_to(std::string* out) const {
     case Type::kDouble:
       if (!std::isfinite(d_)) {
         *out += "null";
+      } else if (d_ == 0) {
+        *out += '0';  // -0 too: read back, "-0" is the integer 0
       } else {
         std::snprintf(buf, sizeof(buf), "%.17g", d_);
         *out += buf;

@@ -21,6 +21,16 @@ TEST(Json, RoundTripKeepsIntegersAndOrder) {
             "{\"b\":18446744073709551615,\"a\":[1,-2,0.5,true,null,\"x\\\"\\n\xc3\xa9\"]}");
 }
 
+// Found by test/fuzz/json_fuzz: -0.0 was written "-0", which reads back
+// as the integer 0 and is then written "0".
+TEST(Json, WritesNegativeZeroAsZero) {
+  Json j;
+  std::string err;
+  ASSERT_TRUE(parse_json("[-0.0,0.0,-0]", &j, &err)) << err;
+  EXPECT_EQ(j.dump(), "[0,0,0]");
+  EXPECT_EQ(Json(-0.0).dump(), "0");
+}
+
 TEST(Json, RefusesBadText) {
   Json j;
   std::string err;
