@@ -93,6 +93,14 @@ uint32_t FabricConfig::num_ports() const {
   return n;
 }
 
+bool parse_config(const std::string& text, const std::string& name, FabricConfig* out,
+                  std::string* err) {
+  *out = FabricConfig{};
+  out->path = name;
+  return softmrcd::read_yaml(
+      text, name, [out](const YAML::Node& root) { read_root(root, out); }, err);
+}
+
 bool load_config(const std::string& path, FabricConfig* out, std::string* err) {
   *out = FabricConfig{};
   out->path = path;

@@ -31,7 +31,11 @@ struct FabricConfig {
   uint32_t num_ports() const;
 };
 
-// Reads and validates a file. On failure *err is "<file>: <key>: <problem>".
+// Reads and validates a file. On failure *err is "<file>: <key>: <problem>"
+// (or "<file>:<line>:<column>: ..." for YAML syntax errors).
 bool load_config(const std::string& path, FabricConfig* out, std::string* err);
+// The same, from text (tests).
+bool parse_config(const std::string& text, const std::string& name, FabricConfig* out,
+                  std::string* err);
 
 }  // namespace softmrc::smrc_fabric
