@@ -6,6 +6,7 @@
 #include <rte_devargs.h>
 #include <rte_errno.h>
 #include <rte_kvargs.h>
+#include <rte_malloc.h>
 
 #include <algorithm>
 #include <vector>
@@ -151,7 +152,7 @@ bool EthdevPort::open(uint16_t port_id, const EthdevPortConfig& cfg, std::string
                                   this);
   if (link_end_ != LinkEnd::kNone) {
     farewell_pool_ = cfg.rx_pool;
-    if (rte_eth_add_rx_callback(port_id, 0, &EthdevPort::take_farewells, this) == nullptr) {
+    if (!add_rx_hook(&EthdevPort::take_farewells, this)) {
       *err = name_ + ": cannot add the farewell RX callback: " + errno_text(rte_errno);
       return false;
     }
@@ -179,6 +180,18 @@ void EthdevPort::stop() {
 
 void EthdevPort::close() {
   stop();
+  // Callbacks hang on the port id, which DPDK gives the next port it
+  // probes: they must not outlive this object. Stopped, the port runs none.
+  for (const rte_eth_rxtx_callback* cb : rx_callbacks_) {
+    (void)rte_eth_remove_rx_callback(port_id_, 0, cb);
+    rte_free(const_cast<rte_eth_rxtx_callback*>(cb));
+  }
+  for (const rte_eth_rxtx_callback* cb : tx_callbacks_) {
+    (void)rte_eth_remove_tx_callback(port_id_, 0, cb);
+    rte_free(const_cast<rte_eth_rxtx_callback*>(cb));
+  }
+  rx_callbacks_.clear();
+  tx_callbacks_.clear();
   if (!opened_) return;
   if (lsc_)
     rte_eth_dev_callback_unregister(port_id_, RTE_ETH_EVENT_INTR_LSC, &EthdevPort::on_link_event,
@@ -319,11 +332,15 @@ bool EthdevPort::set_admin_up(bool up) {
 }
 
 bool EthdevPort::add_rx_hook(rte_rx_callback_fn fn, void* arg) {
-  return rte_eth_add_rx_callback(port_id_, 0, fn, arg) != nullptr;
+  const rte_eth_rxtx_callback* cb = rte_eth_add_rx_callback(port_id_, 0, fn, arg);
+  if (cb != nullptr) rx_callbacks_.push_back(cb);
+  return cb != nullptr;
 }
 
 bool EthdevPort::add_tx_hook(rte_tx_callback_fn fn, void* arg) {
-  return rte_eth_add_tx_callback(port_id_, 0, fn, arg) != nullptr;
+  const rte_eth_rxtx_callback* cb = rte_eth_add_tx_callback(port_id_, 0, fn, arg);
+  if (cb != nullptr) tx_callbacks_.push_back(cb);
+  return cb != nullptr;
 }
 
 rte_ether_addr EthdevPort::mac() const {

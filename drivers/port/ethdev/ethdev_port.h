@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "port/ethdev/farewell.h"
 
@@ -131,6 +132,10 @@ class EthdevPort {
   bool lsc_ = false;  // the PMD raises link-status interrupts
   LinkEnd link_end_ = LinkEnd::kNone;
   rte_mempool* farewell_pool_ = nullptr;
+  // What add_rx_hook() and add_tx_hook() added (the farewell callback
+  // too): removed and freed in close().
+  std::vector<const rte_eth_rxtx_callback*> rx_callbacks_;
+  std::vector<const rte_eth_rxtx_callback*> tx_callbacks_;
   bool kept_off_ = false;    // the peer said BYE: no bursts
   bool ack_owed_ = false;    // ... and our BYE_ACK is not sent yet
   bool peer_gone_ = false;   // ... and the link has gone down since
