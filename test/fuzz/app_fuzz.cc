@@ -117,7 +117,8 @@ class Script {
   }
 
   ~Script() {
-    for (auto& c : cqs_) ::close(c->cq.efd);
+    for (auto& c : cqs_)
+      if (c->cq.efd >= 0) ::close(c->cq.efd);
   }
 
   void run(FuzzedDataProvider& in) {
