@@ -85,6 +85,9 @@ struct AppQpLife {
 
 struct AppCqMem {
   GuardedRegion mem{shm::cq_bytes(kCqCapacity), 0};
+  shm::RingHeader* header() const {
+    return reinterpret_cast<shm::RingHeader*>(mem.data() + shm::cq_ring_offset());
+  }
   shm::RingConsumer<Cqe> ring;  // the application's end
   softmrcd::AppCq cq;
   bool scribbled = false;
@@ -344,7 +347,7 @@ class Script {
     const uint32_t value = in.ConsumeIntegral<uint32_t>();
     if (what == 2) {
       AppCqMem& c = *cqs_[in.ConsumeBool()];
-      reinterpret_cast<shm::RingHeader*>(c.mem.data() + shm::cq_ring_offset())->cons.store(value);
+      c.header()->cons.store(value);
       c.scribbled = true;
       return;
     }
@@ -365,8 +368,7 @@ class Script {
   // descriptors and completions of A's it moved.
   uint32_t pass() {
     AppCqMem& sc = *cqs_[kSendCq];
-    auto* header = reinterpret_cast<const shm::RingHeader*>(sc.mem.data() + shm::cq_ring_offset());
-    const uint32_t prod_before = header->prod.load();
+    const uint32_t prod_before = sc.header()->prod.load();
     const bool armed = sc.cq.ctrl->armed.load() != 0;
 
     uint32_t moved = stage_.poll(a_) + drain_a();
@@ -377,7 +379,8 @@ class Script {
       drain_b();
     }
 
-    if (armed && header->prod.load() != prod_before && sc.cq.backlog.empty() && !sc.scribbled) {
+    if (armed && sc.header()->prod.load() != prod_before && sc.cq.backlog.empty() &&
+        !sc.scribbled) {
       uint64_t n = 0;
       if (sc.cq.ctrl->armed.load() != 0 || ::read(sc.cq.efd, &n, sizeof(n)) != sizeof(n) ||
           sc.cq.ctrl->fired.load() != 1)
