@@ -82,6 +82,8 @@ Status Qp::modify(const QpAttr& attr, uint32_t mask, TimeNs now, Sinks& s) {
       reset();
       return {};
     case QpState::kError:
+      // A QP in RESET holds nothing to flush, but it moves all the same.
+      if (state_ == QpState::kReset) state_ = QpState::kError;
       fail(WcStatus::kFlushed, kNil, "moved to ERROR by the application", s);
       return {};
     case QpState::kInit: {

@@ -219,6 +219,20 @@ TEST_F(QpLifecycle, ErrorFlushesEveryOutstandingRequestInPostOrderAndResetAllows
   EXPECT_TRUE(ep.post_write(qpn, wr).ok());
 }
 
+// Found by protocol_storm: RESET -> ERROR answered OK and left the QP in RESET.
+TEST_F(QpLifecycle, ResetMovesToErrorLikeAnyOtherState) {
+  QpAttr a;
+  a.state = QpState::kError;
+  ASSERT_TRUE(ep.modify_qp(qpn, a, kAttrState, 0).ok());
+  EXPECT_EQ(state(), QpState::kError);
+  Event e[2];
+  EXPECT_EQ(ep.poll_events(e, 2), 0u) << "nothing failed: no QP error event";
+  a.state = QpState::kReset;
+  ASSERT_TRUE(ep.modify_qp(qpn, a, kAttrState, 0).ok());
+  EXPECT_EQ(state(), QpState::kReset);
+  EXPECT_TRUE(to_init().ok());
+}
+
 TEST(QpRequests, BadWorkRequestsAreRefusedNeverUndefined) {
   test::OneQp q;
   EXPECT_STREQ(q.write(1, 0, 100, false, 0, 0, 5).reason(), "ok");
