@@ -74,7 +74,7 @@ struct AppServer::Client {
   };
   std::map<uint32_t, Memory> regions;  // by key
   std::map<uint32_t, Cq> cqs;          // by id
-  std::map<uint32_t, int> channels;    // id -> eventfd
+  std::map<uint32_t, int> channels;    // id -> write end of its pipe
   std::map<uint32_t, Qp> qps;          // by QPN
 };
 
@@ -294,24 +294,11 @@ void AppServer::send_events(Listener& l) {
 
 bool AppServer::serve(Client& c) {
   Msg req{};
-  iovec iov{&req, sizeof(req)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-  msghdr h{};
-  h.msg_iov = &iov;
-  h.msg_iovlen = 1;
-  h.msg_control = control;
-  h.msg_controllen = sizeof(control);
-  const ssize_t n = ::recvmsg(c.fd, &h, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
   // Every descriptor that came along is ours to close, however many.
   std::vector<int> fds;
-  for (cmsghdr* cm = CMSG_FIRSTHDR(&h); cm != nullptr; cm = CMSG_NXTHDR(&h, cm))
-    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-      for (size_t k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++k) {
-        int fd;
-        std::memcpy(&fd, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
-        fds.push_back(fd);
-      }
+  bool truncated = false;
+  const ssize_t n = shm::recv_message(c.fd, &req, MSG_DONTWAIT, &fds, &truncated);
+  if (n < 0 && errno == EAGAIN) return true;
   if (n <= 0) {
     for (int fd : fds) ::close(fd);
     return false;
@@ -321,7 +308,6 @@ bool AppServer::serve(Client& c) {
   rep.type = req.type | shm::kReplyBit;
   rep.seq = req.seq;
   const char* why = "ok";
-  const bool truncated = (h.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
   int st = truncated ? EPROTO
                      : shm::validate_message(req, static_cast<size_t>(n), fds.size() == 1, &why);
   if (truncated) why = "message or descriptors truncated";
@@ -333,8 +319,9 @@ bool AppServer::serve(Client& c) {
     st = EPROTO;
     why = "hello first";
   }
+  int reply_fd = -1;
   if (st == 0) {
-    handle(c, req, fds.empty() ? -1 : fds[0], &rep);
+    handle(c, req, fds.empty() ? -1 : fds[0], &rep, &reply_fd);
   } else {
     rep.status = st;
     std::snprintf(rep.detail, sizeof(rep.detail), "%s", why);
@@ -342,8 +329,9 @@ bool AppServer::serve(Client& c) {
   for (int fd : fds) ::close(fd);
   // Never wait for an application: one that does not read its replies
   // (its socket buffer is full) is dropped rather than stall the thread.
-  return ::send(c.fd, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT) ==
-         static_cast<ssize_t>(sizeof(rep));
+  const bool sent = shm::send_message(c.fd, rep, reply_fd, MSG_DONTWAIT) == 0;
+  if (reply_fd >= 0) ::close(reply_fd);
+  return sent;
 }
 
 namespace {
@@ -360,7 +348,7 @@ engine::QpState to_engine(uint32_t s) {
 
 }  // namespace
 
-void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
+void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_fd) {
   Listener& l = *c.l;
   EndpointTask& task = *l.task;
   AppStage& stage = *l.stage;
@@ -460,10 +448,16 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
     case MsgType::kCreateChannel: {
       if (c.channels.size() >= shm::kMaxChannelsPerClient)
         return refuse(rep, ENOMEM, "too many completion channels");
-      const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-      if (own < 0) return refuse(rep, EMFILE, "cannot keep the eventfd");
+      // The daemon makes the pipe and keeps its write end: nothing the
+      // application does to its end can make the lcore's write block (a
+      // full pipe: EAGAIN) or raise a signal (a closed one: EPIPE, SIGPIPE
+      // is ignored). An application's own eventfd could do both.
+      int p[2];
+      if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
+        return refuse(rep, EMFILE, "cannot create the channel's pipe");
       const uint32_t id = c.next_id++;
-      c.channels[id] = own;
+      c.channels[id] = p[1];
+      *reply_fd = p[0];
       rep->u.id_rep.id = id;
       return;
     }
@@ -479,11 +473,11 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
     case MsgType::kCreateCq: {
       const shm::CreateCqReq& r = req.u.create_cq;
       if (c.cqs.size() >= shm::kMaxCqsPerClient) return refuse(rep, ENOMEM, "too many CQs");
-      int efd = -1;
+      int wake_fd = -1;
       if (r.channel != 0) {
         auto ch = c.channels.find(r.channel);
         if (ch == c.channels.end()) return refuse(rep, EINVAL, "no such channel");
-        efd = ch->second;
+        wake_fd = ch->second;
       }
       Client::Cq cq;
       const char* why = "ok";
@@ -501,7 +495,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep) {
       cq.cq->ctrl = ctrl;
       cq.cq->ring.attach(ring, r.capacity);
       cq.cq->backlog.init(r.capacity);
-      cq.cq->efd = efd;
+      cq.cq->wake_fd = wake_fd;
       cq.channel = r.channel;
       AppCq* p = cq.cq.get();
       task.call([&](EndpointTask&, uint64_t) { stage.add_cq(p); });
@@ -765,7 +759,7 @@ void AppServer::drop(Client& c) {
   for (auto& [qpn, q] : c.qps) shm::unmap_shared(&q.mem);
   for (auto& [id, cq] : c.cqs) shm::unmap_shared(&cq.mem);
   for (auto& [key, r] : c.regions) retired_.push_back(Retired{c.l, c.owner, r});
-  for (auto& [id, efd] : c.channels) ::close(efd);
+  for (auto& [id, wake_fd] : c.channels) ::close(wake_fd);
   ::close(c.fd);
   Listener& l = *c.l;
   std::erase_if(clients_, [&](const std::unique_ptr<Client>& p) { return p.get() == &c; });
@@ -778,7 +772,7 @@ void AppServer::close() {
     for (auto& [qpn, q] : c->qps) shm::unmap_shared(&q.mem);
     for (auto& [id, cq] : c->cqs) shm::unmap_shared(&cq.mem);
     for (auto& [key, r] : c->regions) unshare(&r);
-    for (auto& [id, efd] : c->channels) ::close(efd);
+    for (auto& [id, wake_fd] : c->channels) ::close(wake_fd);
     ::close(c->fd);
   }
   clients_.clear();

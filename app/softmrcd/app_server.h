@@ -83,7 +83,9 @@ class AppServer : public ControlService {
   void accept_on(Listener& l);
   // false: the client is gone (EOF or an unreadable message).
   bool serve(Client& c);
-  void handle(Client& c, const shm::Msg& req, int fd, shm::Msg* rep);
+  // `fd`: the request's descriptor or -1; *reply_fd: one to send with the
+  // reply (closed after), left -1 if none.
+  void handle(Client& c, const shm::Msg& req, int fd, shm::Msg* rep, int* reply_fd);
   void drop(Client& c);
   void send_events(Listener& l);
   // A region's memory, shared by its application.

@@ -250,10 +250,11 @@ void AppStage::notify() {
       continue;
     }
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (cq->efd >= 0 && cq->ctrl->armed.exchange(0, std::memory_order_seq_cst) != 0) {
+    if (cq->wake_fd >= 0 && cq->ctrl->armed.exchange(0, std::memory_order_seq_cst) != 0) {
       cq->ctrl->fired.store(1, std::memory_order_release);
-      const uint64_t one = 1;
-      (void)!::write(cq->efd, &one, sizeof(one));
+      // Non-blocking: a full pipe already holds a wake-up.
+      const char wake = 1;
+      (void)!::write(cq->wake_fd, &wake, 1);
     }
   }
   std::erase_if(touched_, [](const AppCq* cq) { return !cq->touched; });

@@ -2,9 +2,9 @@
 // on its lcore (docs/api.md). Each pass it drains the applications'
 // work-request rings (bounded per QP and per pass), checks every descriptor
 // (lib/shm/app_protocol.h), posts to the engine, and turns the engine's
-// completions for application QPs into CQ entries and eventfd
-// notifications. No lock, no allocation per packet; an eventfd write only
-// for an armed CQ.
+// completions for application QPs into CQ entries and wake-ups through
+// the completion channels' pipes. No lock, no allocation per packet; a
+// wake-up (a one-byte write) only for an armed CQ.
 //
 // Plain C++ over the engine and the shared rings, no DPDK: AppServer (the
 // control thread) maps what applications share and hands it over through
@@ -37,7 +37,7 @@ struct AppCq {
   shm::CqControl* ctrl = nullptr;
   shm::RingProducer<shm::Cqe> ring;
   engine::Ring<shm::Cqe> backlog;  // when the ring is full
-  int efd = -1;                    // the channel's eventfd, or -1
+  int wake_fd = -1;                // its channel's pipe (write end), or -1
   bool touched = false;            // got entries this pass
   bool overflow_reported = false;
 };

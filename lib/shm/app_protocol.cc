@@ -139,7 +139,7 @@ WcStatus check_work_request(const WorkRequest& wr, uint32_t owner, const RegionT
   return WcStatus::kSuccess;
 }
 
-int send_message(int fd, const Msg& m, int pass_fd) {
+int send_message(int fd, const Msg& m, int pass_fd, int flags) {
   iovec iov{const_cast<Msg*>(&m), sizeof(m)};
   msghdr h{};
   h.msg_iov = &iov;
@@ -155,11 +155,35 @@ int send_message(int fd, const Msg& m, int pass_fd) {
     std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
   }
   for (;;) {
-    const ssize_t n = ::sendmsg(fd, &h, MSG_NOSIGNAL);
+    const ssize_t n = ::sendmsg(fd, &h, flags | MSG_NOSIGNAL);
     if (n == static_cast<ssize_t>(sizeof(m))) return 0;
     if (n < 0 && errno == EINTR) continue;
     return n < 0 ? errno : EMSGSIZE;
   }
+}
+
+ssize_t recv_message(int fd, Msg* m, int flags, std::vector<int>* fds, bool* truncated) {
+  iovec iov{m, sizeof(*m)};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+  msghdr h{};
+  h.msg_iov = &iov;
+  h.msg_iovlen = 1;
+  h.msg_control = control;
+  h.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = ::recvmsg(fd, &h, flags | MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return n;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+      for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++k) {
+        int got;
+        std::memcpy(&got, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+        fds->push_back(got);
+      }
+  *truncated = (h.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
+  return n;
 }
 
 }  // namespace softmrc::shm

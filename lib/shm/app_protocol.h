@@ -2,8 +2,9 @@
 //
 //  - the slow path: fixed-size messages on a SOCK_SEQPACKET UNIX socket,
 //    one request, one reply (same type with kReplyBit, same seq), plus
-//    unsolicited event messages from the daemon; file descriptors (memfds,
-//    eventfds) ride along with SCM_RIGHTS;
+//    unsolicited event messages from the daemon; file descriptors ride
+//    along with SCM_RIGHTS (the application's memfds one way, a completion
+//    channel's pipe the other);
 //  - the data path: per QP two rings of WorkRequest (application ->
 //    daemon), its sends and its receives, so that a receive never waits
 //    behind sends the engine has no room for yet (a verbs QP's SQ and RQ);
@@ -17,16 +18,19 @@
 // is used, never a pointer of the other process followed.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "shm/spsc_ring.h"
 
 namespace softmrc::shm {
 
 // Bumped on any change to the messages or the shared layouts below.
-inline constexpr uint32_t kAppProtocolVersion = 2;
+inline constexpr uint32_t kAppProtocolVersion = 3;
 inline constexpr uint32_t kAppMagic = 0x534d5243;  // "SMRC"
 
 enum class MsgType : uint16_t {
@@ -34,7 +38,7 @@ enum class MsgType : uint16_t {
   kQueryProfile,
   kRegMr,  // fd: the region's memfd
   kDeregMr,
-  kCreateChannel,  // fd: the channel's eventfd
+  kCreateChannel,  // the reply's fd: the read end of the channel's pipe
   kDestroyChannel,
   kCreateCq,  // fd: the CQ's memfd
   kDestroyCq,
@@ -190,10 +194,9 @@ struct Msg {
 };
 static_assert(sizeof(Msg) == 16 + 192 + 96);
 
-// Which messages carry a file descriptor.
+// Which requests carry a file descriptor. (One reply does: kCreateChannel's.)
 constexpr bool carries_fd(MsgType t) {
-  return t == MsgType::kRegMr || t == MsgType::kCreateChannel || t == MsgType::kCreateCq ||
-         t == MsgType::kCreateQp;
+  return t == MsgType::kRegMr || t == MsgType::kCreateCq || t == MsgType::kCreateQp;
 }
 
 // The daemon's first check of a request it received: size, magic, a known
@@ -203,8 +206,15 @@ constexpr bool carries_fd(MsgType t) {
 int validate_message(const Msg& m, size_t bytes, bool has_fd, const char** why);
 
 // Sends one whole message on the SOCK_SEQPACKET socket `fd`, with `pass_fd`
-// attached (SCM_RIGHTS) unless it is negative. 0 or the errno value.
-int send_message(int fd, const Msg& m, int pass_fd);
+// attached (SCM_RIGHTS) unless it is negative; `flags` are send(2)'s
+// (MSG_NOSIGNAL always). 0 or the errno value.
+int send_message(int fd, const Msg& m, int pass_fd, int flags = 0);
+
+// Receives one message from `fd` (recvmsg(2) `flags`) and every file
+// descriptor that came with it, which the caller then owns: the bytes
+// received (0 at EOF, -1 with errno), and in *truncated whether the
+// message or its descriptors did not fit.
+ssize_t recv_message(int fd, Msg* m, int flags, std::vector<int>* fds, bool* truncated);
 
 // ---------------------------------------------------------------------
 // The data path.
@@ -264,7 +274,7 @@ static_assert(sizeof(Cqe) == 32);
 // req_notify: the application stores armed = 1 (seq_cst), then polls the
 // ring once more. The daemon, after publishing completions (release),
 // issues a seq_cst fence and exchanges armed with 0; if it was 1 it sets
-// fired = 1 and writes the channel's eventfd. Either the application's
+// fired = 1 and writes a byte into the channel's pipe. Either the application's
 // second poll sees the completion or the daemon sees the arming: no lost
 // wake-up. `overflow` counts completions the daemon had to drop.
 struct CqControl {

@@ -11,7 +11,6 @@
 
 #include <arpa/inet.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -27,6 +26,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "shm/app_protocol.h"
@@ -59,7 +59,7 @@ struct smrc_pd {
 struct smrc_comp_channel {
   smrc_context* ctx = nullptr;
   uint32_t id = 0;
-  int efd = -1;
+  int fd = -1;  // the read end of the pipe the daemon wakes us through
   std::mutex mu;
   std::vector<smrc_cq*> cqs;
 };
@@ -118,20 +118,27 @@ bool peer_gone(smrc_context* ctx) {
 }
 
 // One message from the daemon: 0, EAGAIN (flags has MSG_DONTWAIT and
-// nothing is there) or ENOTCONN.
-int recv_msg(smrc_context* ctx, Msg* m, int flags) {
-  for (;;) {
-    const ssize_t n = ::recv(ctx->fd, m, sizeof(*m), flags);
-    if (n == static_cast<ssize_t>(sizeof(*m)) && m->magic == kAppMagic) return 0;
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return EAGAIN;
-    mark_dead(ctx);  // EOF, an error, or a message we cannot read
-    return ENOTCONN;
-  }
+// nothing is there) or ENOTCONN. The descriptor that came with it goes to
+// *fd if fd is not null, any other is closed.
+int recv_msg(smrc_context* ctx, Msg* m, int flags, int* fd = nullptr) {
+  std::vector<int> fds;
+  bool truncated = false;
+  const ssize_t n = recv_message(ctx->fd, m, flags, &fds, &truncated);
+  const int err = n < 0 ? errno : 0;
+  const bool whole = n == static_cast<ssize_t>(sizeof(*m)) && !truncated && m->magic == kAppMagic;
+  if (whole && fd != nullptr && fds.size() == 1) *fd = fds[0];
+  for (int f : fds)
+    if (fd == nullptr || f != *fd) ::close(f);
+  if (whole) return 0;
+  if (err == EAGAIN || err == EWOULDBLOCK) return EAGAIN;
+  mark_dead(ctx);  // EOF, an error, or a message we cannot read
+  return ENOTCONN;
 }
 
 // A request and its reply, under ctx->mu. Returns the reply's status.
-int call_locked(smrc_context* ctx, Msg& m, int pass_fd, Msg* reply) {
+// `got_fd`: where the descriptor that comes with the reply goes (-1 if
+// none), for the one request whose reply has one.
+int call_locked(smrc_context* ctx, Msg& m, int pass_fd, Msg* reply, int* got_fd = nullptr) {
   if (ctx->dead.load(std::memory_order_acquire)) return ENOTCONN;
   m.magic = kAppMagic;
   m.seq = ++ctx->seq;
@@ -140,8 +147,10 @@ int call_locked(smrc_context* ctx, Msg& m, int pass_fd, Msg* reply) {
     return ENOTCONN;
   }
   for (;;) {
-    if (const int e = recv_msg(ctx, reply, 0); e != 0) return ENOTCONN;
+    if (got_fd != nullptr) *got_fd = -1;
+    if (const int e = recv_msg(ctx, reply, 0, got_fd); e != 0) return ENOTCONN;
     if (reply->type == uint16_t(MsgType::kEvent)) {
+      if (got_fd != nullptr && *got_fd >= 0) ::close(std::exchange(*got_fd, -1));
       ctx->events.push_back(reply->u.event);
       continue;
     }
@@ -158,9 +167,9 @@ int call_locked(smrc_context* ctx, Msg& m, int pass_fd, Msg* reply) {
   }
 }
 
-int call(smrc_context* ctx, Msg& m, int pass_fd, Msg* reply) {
+int call(smrc_context* ctx, Msg& m, int pass_fd, Msg* reply, int* got_fd = nullptr) {
   std::lock_guard<std::mutex> g(ctx->mu);
-  return call_locked(ctx, m, pass_fd, reply);
+  return call_locked(ctx, m, pass_fd, reply, got_fd);
 }
 
 Msg request(MsgType t) {
@@ -354,18 +363,19 @@ int smrc_free_mr(struct smrc_mr* mr) {
 
 struct smrc_comp_channel* smrc_create_comp_channel(struct smrc_context* ctx) {
   if (ctx == nullptr) return fail<smrc_comp_channel>(EINVAL);
-  const int efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (efd < 0) return nullptr;
+  // The daemon makes the channel: a pipe whose read end comes with the reply.
   Msg m = request(MsgType::kCreateChannel), r;
-  const int st = call(ctx, m, efd, &r);
+  int fd = -1;
+  int st = call(ctx, m, -1, &r, &fd);
+  if (st == 0 && fd < 0) st = EPROTO;
   auto* ch = st == 0 ? new (std::nothrow) smrc_comp_channel : nullptr;
   if (ch == nullptr) {
-    ::close(efd);
+    if (fd >= 0) ::close(fd);
     return fail<smrc_comp_channel>(st != 0 ? st : ENOMEM);
   }
   ch->ctx = ctx;
   ch->id = r.u.id_rep.id;
-  ch->efd = efd;
+  ch->fd = fd;
   return ch;
 }
 
@@ -378,13 +388,13 @@ int smrc_destroy_comp_channel(struct smrc_comp_channel* ch) {
   Msg m = request(MsgType::kDestroyChannel), r;
   m.u.key.id = ch->id;
   const int st = call(ch->ctx, m, -1, &r);
-  ::close(ch->efd);
+  ::close(ch->fd);
   delete ch;
   return st == ENOTCONN ? 0 : st;
 }
 
 int smrc_comp_channel_fd(const struct smrc_comp_channel* ch) {
-  return ch == nullptr ? -1 : ch->efd;
+  return ch == nullptr ? -1 : ch->fd;
 }
 
 struct smrc_cq* smrc_create_cq(struct smrc_context* ctx, int cqe, void* cq_context,
@@ -516,14 +526,14 @@ int smrc_get_cq_event(struct smrc_comp_channel* ch, struct smrc_cq** cq, void** 
     }
     if (peer_gone(ch->ctx)) return ENOTCONN;
     if (timeout_ms == 0) return ETIMEDOUT;
-    // Wait on the eventfd and the socket (for the daemon's end) at once.
-    pollfd p[2] = {{ch->efd, POLLIN, 0}, {ch->ctx->fd, POLLRDHUP, 0}};
+    // Wait on the channel and the socket (for the daemon's end) at once.
+    pollfd p[2] = {{ch->fd, POLLIN, 0}, {ch->ctx->fd, POLLRDHUP, 0}};
     const int n = ::poll(p, 2, timeout_ms);
     if (n < 0 && errno != EINTR) return errno;
     if (n == 0) return ETIMEDOUT;
-    if (p[0].revents & POLLIN) {
-      uint64_t v;
-      (void)!::read(ch->efd, &v, sizeof(v));
+    if (p[0].revents & POLLIN) {  // the wake-ups so far; `fired` says for which CQs
+      char wakes[256];
+      (void)!::read(ch->fd, wakes, sizeof(wakes));
     }
     if (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR)) mark_dead(ch->ctx);
   }

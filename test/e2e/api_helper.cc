@@ -370,13 +370,30 @@ int forge(const char* sock, const char* peer_ip) {
   expect_err(raw.call(m, fd, &r), 0, "reg_mr");
   const uint32_t lkey = r.u.reg_mr_rep.key;
   close(fd);
-  // A CQ and a QP whose rings we write ourselves.
+  // A completion channel is the daemon's pipe: one of ours is refused.
+  // Raw::call reads its reply without room for the read end, so the kernel
+  // closes it: the daemon's wake-ups below meet a pipe with no reader
+  // (EPIPE, not SIGPIPE).
+  m = s::Msg{};
+  m.type = uint16_t(s::MsgType::kCreateChannel);
+  {
+    int p[2];
+    if (pipe(p) != 0) return 2;
+    expect_err(raw.call(m, p[1], &r), EBADF, "create_channel with a descriptor of ours");
+    close(p[0]);
+    close(p[1]);
+  }
+  expect_err(raw.call(m, -1, &r), 0, "create_channel");
+  const uint32_t channel = r.u.id_rep.id;
+  // A CQ on that channel, armed, and a QP whose rings we write ourselves.
   s::Mapping cqmem, qpmem;
   fd = s::create_shared(s::cq_bytes(64), false, &cqmem);
   m = s::Msg{};
   m.type = uint16_t(s::MsgType::kCreateCq);
   m.u.create_cq.capacity = 64;
+  m.u.create_cq.channel = channel;
   expect_err(raw.call(m, fd, &r), 0, "create_cq");
+  static_cast<s::CqControl*>(cqmem.addr)->armed.store(1);
   const uint32_t cq = r.u.id_rep.id;
   close(fd);
   fd = s::create_shared(s::qp_bytes(8, 8), false, &qpmem);

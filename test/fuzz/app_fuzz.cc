@@ -18,14 +18,14 @@
 //     never with success;
 //   - once the QPs are flushed at the end, every receive and every
 //     signaled or invalid send has had its CQE;
-//   - an armed CQ that got completions in a pass has its eventfd written;
+//   - an armed CQ that got completions in a pass has had its channel woken;
 //   - no crash, no undefined behaviour (UBSan), whatever the sequence.
 // Only what the script scribbled over (a ring's index or entries, a CQ's
 // index) is exempt from the CQE checks. Any broken promise aborts, and
 // libFuzzer saves the input.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <fuzzer/FuzzedDataProvider.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -90,6 +90,7 @@ struct AppCqMem {
   }
   shm::RingConsumer<Cqe> ring;  // the application's end
   softmrcd::AppCq cq;
+  int wake_read = -1;  // the application's end of the channel's pipe
   bool scribbled = false;
 };
 
@@ -121,7 +122,8 @@ class Script {
 
   ~Script() {
     for (auto& c : cqs_)
-      if (c->cq.efd >= 0) ::close(c->cq.efd);
+      for (int fd : {c->cq.wake_fd, c->wake_read})
+        if (fd >= 0) ::close(fd);
   }
 
   void run(FuzzedDataProvider& in) {
@@ -190,8 +192,12 @@ class Script {
     m->cq.ctrl = ctrl;
     m->cq.ring.attach(ring, kCqCapacity);
     m->cq.backlog.init(kCqCapacity);
-    m->cq.efd = c == kSendCq ? ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : -1;
-    if (c == kSendCq && m->cq.efd < 0) fail("eventfd");
+    if (c == kSendCq) {  // with a channel, as AppServer's kCreateChannel makes it
+      int p[2];
+      if (::pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) fail("pipe2");
+      m->wake_read = p[0];
+      m->cq.wake_fd = p[1];
+    }
     stage_.add_cq(&m->cq);
     cqs_[c] = std::move(m);
   }
@@ -381,8 +387,8 @@ class Script {
 
     if (armed && sc.header()->prod.load() != prod_before && sc.cq.backlog.empty() &&
         !sc.scribbled) {
-      uint64_t n = 0;
-      if (sc.cq.ctrl->armed.load() != 0 || ::read(sc.cq.efd, &n, sizeof(n)) != sizeof(n) ||
+      char wakes[64];
+      if (sc.cq.ctrl->armed.load() != 0 || ::read(sc.wake_read, wakes, sizeof(wakes)) < 1 ||
           sc.cq.ctrl->fired.load() != 1)
         fail("an armed CQ got completions and no wake-up");
       sc.cq.ctrl->fired.store(0);

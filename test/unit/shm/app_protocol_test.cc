@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -56,6 +58,42 @@ TEST(AppMessage, AFileDescriptorExactlyWhereOneBelongs) {
   cq.u.create_cq.capacity = 64;
   EXPECT_EQ(validate(cq, false), EBADF);
   EXPECT_EQ(validate(cq, true), 0);
+  // The daemon makes a completion channel's pipe: an application's
+  // descriptor (an eventfd it could block, a pipe it could close) is refused.
+  EXPECT_EQ(validate(request(MsgType::kCreateChannel), true), EBADF);
+  EXPECT_EQ(validate(request(MsgType::kCreateChannel), false), 0);
+}
+
+// What AppServer::serve and libsoftmrc read: a message with its descriptor
+// (a completion channel's read end, say), and one that does not fit.
+TEST(AppMessage, DescriptorsComeWithTheirMessageAndLongMessagesAreFlagged) {
+  int sp[2], p[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), 0);
+  ASSERT_EQ(::pipe(p), 0);
+  Msg m = request(MsgType::kCreateChannel);
+  m.seq = 7;
+  ASSERT_EQ(send_message(sp[0], m, p[0], MSG_DONTWAIT), 0);
+  Msg got{};
+  std::vector<int> fds;
+  bool truncated = true;
+  ASSERT_EQ(recv_message(sp[1], &got, 0, &fds, &truncated), ssize_t(sizeof(Msg)));
+  EXPECT_FALSE(truncated);
+  EXPECT_EQ(got.seq, 7u);
+  ASSERT_EQ(fds.size(), 1u);
+  struct stat st {};
+  EXPECT_EQ(::fstat(fds[0], &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  ::close(fds[0]);
+
+  char longer[sizeof(Msg) + 8] = {};
+  ASSERT_EQ(::send(sp[0], longer, sizeof(longer), 0), ssize_t(sizeof(longer)));
+  fds.clear();
+  EXPECT_EQ(recv_message(sp[1], &got, 0, &fds, &truncated), ssize_t(sizeof(Msg)));
+  EXPECT_TRUE(truncated);
+  EXPECT_TRUE(fds.empty());
+  EXPECT_EQ(recv_message(sp[1], &got, MSG_DONTWAIT, &fds, &truncated), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  for (int fd : {sp[0], sp[1], p[0], p[1]}) ::close(fd);
 }
 
 TEST(AppMessage, CqAndQpSizesMustBePowersOfTwoWithinLimits) {
