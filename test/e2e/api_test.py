@@ -30,6 +30,13 @@ programs written against libsoftmrc. One --case per test:
   stop_one_side        one daemon SIGTERMed, a then b, 10 times each: the
                        other hears its farewell (plane down, "peer
                        closing"), goes on, and both exit 0
+  protocol_storm       a hostile raw client sends thousands of random,
+                       mostly near-valid requests, descriptors and ring
+                       scribbles (protocol_storm.cc) beside a well-behaved
+                       application: every reply as the protocol says, the
+                       bystander untouched, the daemon serves the example
+                       afterwards and exits 0. Seeds: SMRC_STORM_SEED
+                       (default 1 and 2), rounds: SMRC_STORM_ROUNDS (5000)
 
 Exit 0 on success, 1 with the reason and the daemons' output otherwise.
 """
@@ -508,5 +515,26 @@ def case_stop_one_side(args):
           'went on and exited 0')
 
 
+def case_protocol_storm(args):
+    seeds = ([int(os.environ['SMRC_STORM_SEED'], 0)] if 'SMRC_STORM_SEED' in os.environ
+             else [1, 2])
+    rounds = os.environ.get('SMRC_STORM_ROUNDS', '5000')
+
+    def body(a, b):
+        for seed in seeds:
+            r = subprocess.run([args.storm, sock(args, 'app-a'), 'fd00:0:0:0::b', str(seed), rounds],
+                               capture_output=True, text=True, timeout=240, check=False)
+            print(r.stdout, end='')
+            check(r.returncode == 0 and 'FAIL' not in r.stdout,
+                  f'storm (replay: SMRC_STORM_SEED={seed} SMRC_STORM_ROUNDS={rounds}) exit '
+                  f'{r.returncode}\n{r.stdout}{r.stderr}')
+            check(a.proc.poll() is None, f'daemon a exited {a.proc.returncode} under the storm')
+        run_example(args, a, b)
+        stop(a, b)
+        check(a.proc.returncode == 0 and b.proc.returncode == 0,
+              f'exit status a {a.proc.returncode}, b {b.proc.returncode}')
+    with_pair(args, body)
+
+
 if __name__ == '__main__':
-    sys.exit(test_main(globals(), __doc__, 'example', 'helper', 'smrcctl'))
+    sys.exit(test_main(globals(), __doc__, 'example', 'helper', 'storm', 'smrcctl'))
