@@ -270,6 +270,9 @@ class Storm {
   bool scribbled(uint32_t qpn) const { return scribbled_qpns_.count(qpn) != 0; }
   void forget();
 
+  template <typename Map, typename InUse>
+  void free_one(Map& own, s::MsgType type, uint32_t bystander, const std::string& what,
+                InUse in_use);
   void reg_mr();
   void dereg_mr();
   void create_channel();
@@ -428,15 +431,29 @@ void Storm::reg_mr() {
   regions_[key] = reg;
 }
 
-void Storm::dereg_mr() {
-  const bool own = !regions_.empty() && rng.chance(0.8);
+// Frees one of `own` with `type`: it must succeed, or fail with EBUSY if
+// `in_use` says so. Or names an id that is not ours: it must be refused.
+template <typename Map, typename InUse>
+void Storm::free_one(Map& own, s::MsgType type, uint32_t bystander, const std::string& what,
+                     InUse in_use) {
+  const bool mine = !own.empty() && rng.chance(0.8);
   s::Msg m{};
-  m.type = uint16_t(s::MsgType::kDeregMr);
-  m.u.key.id = own ? any_key(regions_) : foreign_id(regions_, bystander_key_);
-  expect(own, !own, call(m), own ? "dereg_mr of our region" : "dereg_mr of a region not ours");
-  if (!own) return;
-  s::unmap_shared(&regions_[m.u.key.id].mem);
-  regions_.erase(m.u.key.id);
+  m.type = uint16_t(type);
+  m.u.key.id = mine ? any_key(own) : foreign_id(own, bystander);
+  if (!mine) return expect(false, true, call(m), (what + " not ours").c_str());
+  const bool used = in_use(m.u.key.id);
+  const s::Msg r = call(m);
+  if (used && r.status != EBUSY) fail(what + " of ours in use: not EBUSY");
+  expect(!used, used, r, (what + " of ours").c_str());
+  if (used) return;
+  auto& v = own[m.u.key.id];
+  if constexpr (requires { v.mem; }) s::unmap_shared(&v.mem);
+  own.erase(m.u.key.id);
+}
+
+void Storm::dereg_mr() {
+  free_one(regions_, s::MsgType::kDeregMr, bystander_key_, "dereg_mr",
+           [](uint32_t) { return false; });
 }
 
 // The daemon makes the channel's pipe and sends its read end: a request
@@ -469,17 +486,10 @@ void Storm::create_channel() {
 }
 
 void Storm::destroy_channel() {
-  const bool own = !channels_.empty() && rng.chance(0.8);
-  s::Msg m{};
-  m.type = uint16_t(s::MsgType::kDestroyChannel);
-  m.u.key.id = own ? any_key(channels_) : foreign_id(channels_, 0);
-  if (!own) return expect(false, true, call(m), "destroy_channel of a channel not ours");
-  bool used = false;
-  for (auto& [id, cq] : cqs_) used |= cq.channel == m.u.key.id;
-  const s::Msg r = call(m);
-  if (used && r.status != EBUSY) fail("destroy_channel of a channel a CQ uses: not EBUSY");
-  expect(!used, used, r, "destroy_channel of our unused channel");
-  if (!used) channels_.erase(m.u.key.id);
+  free_one(channels_, s::MsgType::kDestroyChannel, 0, "destroy_channel", [&](uint32_t id) {
+    return std::any_of(cqs_.begin(), cqs_.end(),
+                       [&](const auto& c) { return c.second.channel == id; });
+  });
 }
 
 void Storm::create_cq() {
@@ -515,19 +525,11 @@ void Storm::create_cq() {
 }
 
 void Storm::destroy_cq() {
-  const bool own = !cqs_.empty() && rng.chance(0.8);
-  s::Msg m{};
-  m.type = uint16_t(s::MsgType::kDestroyCq);
-  m.u.key.id = own ? any_key(cqs_) : foreign_id(cqs_, 0);
-  if (!own) return expect(false, true, call(m), "destroy_cq of a CQ not ours");
-  bool used = false;
-  for (auto& [qpn, q] : qps_) used |= q.send_cq == m.u.key.id || q.recv_cq == m.u.key.id;
-  const s::Msg r = call(m);
-  if (used && r.status != EBUSY) fail("destroy_cq of a CQ a QP uses: not EBUSY");
-  expect(!used, used, r, "destroy_cq of our unused CQ");
-  if (used) return;
-  s::unmap_shared(&cqs_[m.u.key.id].mem);
-  cqs_.erase(m.u.key.id);
+  free_one(cqs_, s::MsgType::kDestroyCq, 0, "destroy_cq", [&](uint32_t id) {
+    return std::any_of(qps_.begin(), qps_.end(), [&](const auto& q) {
+      return q.second.send_cq == id || q.second.recv_cq == id;
+    });
+  });
 }
 
 void Storm::create_qp() {
@@ -585,14 +587,8 @@ void Storm::create_qp() {
 }
 
 void Storm::destroy_qp() {
-  const bool own = !qps_.empty() && rng.chance(0.85);
-  s::Msg m{};
-  m.type = uint16_t(s::MsgType::kDestroyQp);
-  m.u.key.id = own ? any_key(qps_) : foreign_id(qps_, bystander_qpn_);
-  expect(own, !own, call(m), own ? "destroy_qp of our QP" : "destroy_qp of a QP not ours");
-  if (!own) return;
-  s::unmap_shared(&qps_[m.u.key.id].mem);
-  qps_.erase(m.u.key.id);
+  free_one(qps_, s::MsgType::kDestroyQp, bystander_qpn_, "destroy_qp",
+           [](uint32_t) { return false; });
 }
 
 void Storm::modify_qp() {
