@@ -48,10 +48,25 @@ std::string number_text(double v) {
   return buf;
 }
 
+namespace {
+
+// Text as DPDK 22.11's JSON writer can take it: it escapes only quotes,
+// backslashes and \n \r \t, drops other control bytes, and indexes a
+// table with a negative char for bytes >= 0x80 (an out-of-bounds read that
+// emits invalid JSON). Error messages quote a client's parameters.
+std::string printable(const std::string& s) {
+  std::string out = s;
+  for (char& c : out)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return out;
+}
+
+}  // namespace
+
 int put_report(const Report& report, const std::string& err, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   if (!err.empty()) {
-    rte_tel_data_add_dict_string(d, "error", err.c_str());
+    rte_tel_data_add_dict_string(d, "error", printable(err).c_str());
     return 0;
   }
   for (const Row& row : report) {
@@ -60,7 +75,7 @@ int put_report(const Report& report, const std::string& err, rte_tel_data* d) {
     rte_tel_data_start_dict(fields);
     for (const Field& f : row.fields) {
       if (f.is_text)
-        rte_tel_data_add_dict_string(fields, f.key.c_str(), f.text.c_str());
+        rte_tel_data_add_dict_string(fields, f.key.c_str(), printable(f.text).c_str());
       else
         rte_tel_data_add_dict_u64(fields, f.key.c_str(), f.num);
     }

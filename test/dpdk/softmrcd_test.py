@@ -35,6 +35,7 @@ reason and the daemon's output otherwise.
 import argparse
 import json
 import os
+import random
 import re
 import select
 import shutil
@@ -627,6 +628,29 @@ def case_telemetry(args):
         check(bad == {'error': 'name the endpoint first: <endpoint>,<qpn>'}, f'bad qp: {bad}')
         bad = t.query('/softmrc/ports,zz')
         check(bad == {'error': "no endpoint named 'zz'"}, f'bad ports: {bad}')
+        # Parameters of any bytes: every reply is JSON and its text printable
+        # ASCII (DPDK's JSON writer mangles bytes >= 0x80 into invalid JSON).
+        bad = t.query('/softmrc/ports,\u00e9\x01z')
+        check(bad == {'error': "no endpoint named '???z'"}, f'non-ASCII endpoint: {bad}')
+        seed = int(os.environ.get('SMRC_TELEMETRY_SEED', '1'))
+        rng = random.Random(seed)
+        atoms = ['a', 'b', '0', '1', '7', '-1', '4294967296', '0x10', '', ' ', 'down', 'loss',
+                 '\u00e9', '\x7f', '\t', '"', '\\', 'a' * 300]
+        commands = ['/softmrc/endpoints', '/softmrc/ports', '/softmrc/planes', '/softmrc/qps',
+                    '/softmrc/qp', '/softmrc/evs', '/softmrc/drops', '/softmrc/stats',
+                    '/softmrc/links']
+        for _ in range(500):
+            params = ','.join(rng.choice(atoms) for _ in range(rng.randint(0, 5)))
+            if rng.random() < 0.2:
+                params = ''.join(chr(rng.randint(1, 0x24ff)) for _ in range(rng.randint(1, 60)))
+            cmd = rng.choice(commands) + (',' + params if params else '')
+            try:
+                reply = t.query(cmd[:900])
+            except ValueError as e:
+                raise Failure(f'seed {seed} (SMRC_TELEMETRY_SEED): {cmd!r}: not JSON: {e}') from None
+            text = json.dumps(reply, ensure_ascii=False)
+            check(all(' ' <= ch <= '~' for ch in text),
+                  f'seed {seed} (SMRC_TELEMETRY_SEED): {cmd!r} -> {text!r}')
         # Debian's client reads the same commands.
         r = subprocess.run(['dpdk-telemetry.py', '-f', d.prefix], input='/softmrc/stats\n',
                            capture_output=True, text=True, timeout=20, check=False)
