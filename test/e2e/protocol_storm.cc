@@ -202,21 +202,32 @@ class Conn {
   uint32_t seq_ = 0;
 };
 
+// What the storm holds of each thing it owns; release() lets go of our
+// side once the daemon has freed it (or the connection is gone).
 struct Region {
   s::Mapping mem;  // when the script kept a mapping of it
   uint64_t va = 0, length = 0;
+  void release() { s::unmap_shared(&mem); }
+};
+struct Channel {
+  int read_end = -1;  // -1: closed at once, so wake-ups meet a pipe without a reader
+  void release() {
+    if (read_end >= 0) ::close(read_end);
+  }
 };
 struct Cq {
   uint32_t channel = 0;
   s::Mapping mem;
   s::RingConsumer<s::Cqe> ring;
   bool scribbled = false;
+  void release() { s::unmap_shared(&mem); }
 };
 struct Qp {
   uint32_t send_cq = 0, recv_cq = 0;
   uint32_t state = SMRC_QPS_RESET;  // as the last modify or query left it
   s::Mapping mem;
   s::RingProducer<s::WorkRequest> sq, rq;
+  void release() { s::unmap_shared(&mem); }
 };
 // A work request in a ring, until its completion.
 struct Posted {
@@ -233,10 +244,7 @@ class Storm {
   }
   Storm(const Storm&) = delete;
   Storm& operator=(const Storm&) = delete;
-  ~Storm() {
-    forget();
-    for (int fd : pipes_) ::close(fd);
-  }
+  ~Storm() { forget(); }
 
   void run(uint64_t rounds);
 
@@ -296,12 +304,11 @@ class Storm {
   const uint32_t bystander_qpn_, bystander_key_;
   uint32_t num_planes_ = 0, max_wr_ = 0;
   std::map<uint32_t, Region> regions_;
-  std::map<uint32_t, bool> channels_;  // id -> we closed its read end
+  std::map<uint32_t, Channel> channels_;
   std::map<uint32_t, Cq> cqs_;
   std::map<uint32_t, Qp> qps_;
   std::set<uint32_t> ever_qpns_, scribbled_qpns_;
   std::map<uint64_t, Posted> posted_;
-  std::vector<int> pipes_;  // read ends kept open and never read
   uint64_t next_wr_id_ = 1;
   uint64_t requests_ = 0, refused_ = 0, completions_ = 0, events_ = 0, posts_ = 0;
   uint64_t wakeups_ = 0, deaf_wakeups_ = 0;
@@ -389,13 +396,14 @@ size_t Storm::attach(FdKind kind, size_t bytes, Fds* out, s::Mapping* mem) {
 // Everything this connection had, on our side (its socket closed or the
 // storm over: the daemon reclaims its side).
 void Storm::forget() {
-  for (auto& [key, r] : regions_) s::unmap_shared(&r.mem);
-  for (auto& [id, cq] : cqs_) s::unmap_shared(&cq.mem);
-  for (auto& [qpn, q] : qps_) s::unmap_shared(&q.mem);
-  regions_.clear();
-  channels_.clear();
-  cqs_.clear();
-  qps_.clear();
+  const auto release_all = [](auto& own) {
+    for (auto& [id, v] : own) v.release();
+    own.clear();
+  };
+  release_all(regions_);
+  release_all(channels_);
+  release_all(cqs_);
+  release_all(qps_);
   posted_.clear();
 }
 
@@ -423,7 +431,7 @@ void Storm::reg_mr() {
                   r.addr + r.length >= r.addr && !bad_access;
   const s::Msg rep = call(m, fds.fds);
   expect(ok, !ok, rep, "reg_mr", ENOMEM);
-  if (rep.status != 0) return s::unmap_shared(&reg.mem);
+  if (rep.status != 0) return reg.release();
   const uint32_t key = rep.u.reg_mr_rep.key;
   if (key == bystander_key_ || regions_.count(key)) fail("reg_mr: a key that is already in use");
   reg.va = r.addr;
@@ -446,8 +454,7 @@ void Storm::free_one(Map& own, s::MsgType type, uint32_t bystander, const std::s
   if (used && r.status != EBUSY) fail(what + " of ours in use: not EBUSY");
   expect(!used, used, r, (what + " of ours").c_str());
   if (used) return;
-  auto& v = own[m.u.key.id];
-  if constexpr (requires { v.mem; }) s::unmap_shared(&v.mem);
+  own[m.u.key.id].release();
   own.erase(m.u.key.id);
 }
 
@@ -477,12 +484,12 @@ void Storm::create_channel() {
   if (::fstat(read_end, &st) != 0 || !S_ISFIFO(st.st_mode) ||
       (::fcntl(read_end, F_GETFL) & O_ACCMODE) != O_RDONLY)
     fail("create_channel: the descriptor is not a pipe's read end");
-  const bool deaf = rng.chance(0.3);
-  if (!channels_.emplace(r.u.id_rep.id, deaf).second) fail("create_channel: an id already in use");
-  if (deaf)
+  if (rng.chance(0.3)) {
     ::close(read_end);
-  else
-    pipes_.push_back(read_end);
+    read_end = -1;
+  }
+  if (!channels_.emplace(r.u.id_rep.id, Channel{read_end}).second)
+    fail("create_channel: an id already in use");
 }
 
 void Storm::destroy_channel() {
@@ -516,7 +523,7 @@ void Storm::create_cq() {
   const bool ok = good_capacity && good_channel && given >= bytes;
   const s::Msg rep = call(m, fds.fds);
   expect(ok, !ok, rep, "create_cq");
-  if (rep.status != 0) return s::unmap_shared(&cq.mem);
+  if (rep.status != 0) return cq.release();
   const uint32_t id = rep.u.id_rep.id;
   if (cqs_.count(id)) fail("create_cq: an id already in use");
   cq.channel = r.channel;
@@ -573,7 +580,7 @@ void Storm::create_qp() {
   const bool ok = good && given >= bytes;
   const s::Msg rep = call(m, fds.fds);
   expect(ok, !ok, rep, "create_qp", ENOMEM);
-  if (rep.status != 0) return s::unmap_shared(&q.mem);
+  if (rep.status != 0) return q.release();
   const uint32_t qpn = rep.u.create_qp_rep.qpn;
   if (qpn == bystander_qpn_ || qps_.count(qpn)) fail("create_qp: a QPN already in use");
   ever_qpns_.insert(qpn);
@@ -817,7 +824,7 @@ void Storm::drain() {
     if (static_cast<s::CqControl*>(cq.mem.addr)->fired.exchange(0) != 0) {
       ++wakeups_;
       auto ch = channels_.find(cq.channel);
-      deaf_wakeups_ += ch != channels_.end() && ch->second;
+      deaf_wakeups_ += ch != channels_.end() && ch->second.read_end < 0;
     }
   }
 }
