@@ -26,7 +26,6 @@
 #include <map>
 #include <mutex>
 #include <new>
-#include <utility>
 #include <vector>
 
 #include "shm/app_protocol.h"
@@ -118,15 +117,16 @@ bool peer_gone(smrc_context* ctx) {
 }
 
 // One message from the daemon: 0, EAGAIN (flags has MSG_DONTWAIT and
-// nothing is there) or ENOTCONN. The descriptor that came with it goes to
-// *fd if fd is not null, any other is closed.
+// nothing is there) or ENOTCONN. The descriptor that came with a reply
+// goes to *fd if fd is not null; any other is closed.
 int recv_msg(smrc_context* ctx, Msg* m, int flags, int* fd = nullptr) {
   std::vector<int> fds;
   bool truncated = false;
   const ssize_t n = recv_message(ctx->fd, m, flags, &fds, &truncated);
   const int err = n < 0 ? errno : 0;
   const bool whole = n == static_cast<ssize_t>(sizeof(*m)) && !truncated && m->magic == kAppMagic;
-  if (whole && fd != nullptr && fds.size() == 1) *fd = fds[0];
+  if (whole && fd != nullptr && fds.size() == 1 && m->type != uint16_t(MsgType::kEvent))
+    *fd = fds[0];
   for (int f : fds)
     if (fd == nullptr || f != *fd) ::close(f);
   if (whole) return 0;
@@ -136,8 +136,8 @@ int recv_msg(smrc_context* ctx, Msg* m, int flags, int* fd = nullptr) {
 }
 
 // A request and its reply, under ctx->mu. Returns the reply's status.
-// `got_fd`: where the descriptor that comes with the reply goes (-1 if
-// none), for the one request whose reply has one.
+// `got_fd` (left -1 if none comes): where the descriptor that comes with
+// the reply goes, for the one request whose reply has one.
 int call_locked(smrc_context* ctx, Msg& m, int pass_fd, Msg* reply, int* got_fd = nullptr) {
   if (ctx->dead.load(std::memory_order_acquire)) return ENOTCONN;
   m.magic = kAppMagic;
@@ -147,10 +147,8 @@ int call_locked(smrc_context* ctx, Msg& m, int pass_fd, Msg* reply, int* got_fd 
     return ENOTCONN;
   }
   for (;;) {
-    if (got_fd != nullptr) *got_fd = -1;
     if (const int e = recv_msg(ctx, reply, 0, got_fd); e != 0) return ENOTCONN;
     if (reply->type == uint16_t(MsgType::kEvent)) {
-      if (got_fd != nullptr && *got_fd >= 0) ::close(std::exchange(*got_fd, -1));
       ctx->events.push_back(reply->u.event);
       continue;
     }
