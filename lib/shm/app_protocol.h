@@ -30,7 +30,7 @@
 namespace softmrc::shm {
 
 // Bumped on any change to the messages or the shared layouts below.
-inline constexpr uint32_t kAppProtocolVersion = 3;
+inline constexpr uint32_t kAppProtocolVersion = 4;
 inline constexpr uint32_t kAppMagic = 0x534d5243;  // "SMRC"
 
 enum class MsgType : uint16_t {

@@ -15,13 +15,15 @@ namespace softmrc::shm {
 namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
-constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+// The creator's seals. F_SEAL_SEAL is left to the daemon, which adds its
+// own first (map_shared()).
+constexpr int kSizeSeals = F_SEAL_SHRINK | F_SEAL_GROW;
 
 int try_create(size_t bytes, unsigned flags, Mapping* out) {
   const int fd = memfd_create("softmrc", MFD_CLOEXEC | MFD_ALLOW_SEALING | flags);
   if (fd < 0) return -errno;
   void* p = MAP_FAILED;
-  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0 || fcntl(fd, F_ADD_SEALS, kSeals) != 0 ||
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0 || fcntl(fd, F_ADD_SEALS, kSizeSeals) != 0 ||
       (p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0)) ==
           MAP_FAILED) {
     const int e = errno;
@@ -50,8 +52,12 @@ int create_shared(size_t bytes, bool try_hugepages, Mapping* out) {
 
 int map_shared(int fd, size_t min_bytes, Mapping* out, const char** why) {
   const int seals = fcntl(fd, F_GET_SEALS);
-  if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
+  if (seals < 0 || (seals & kSizeSeals) != kSizeSeals) {
     *why = "not a memfd sealed against shrinking and growing";
+    return EBADF;
+  }
+  if (seals & (F_SEAL_SEAL | F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) {
+    *why = "a memfd sealed against writing or against the daemon's own seals";
     return EBADF;
   }
   struct stat st {};
@@ -67,6 +73,21 @@ int map_shared(int fd, size_t min_bytes, Mapping* out, const char** why) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
     *why = "cannot map the shared memory";
+    return ENOMEM;
+  }
+  // A hole punched into the file (fallocate, MADV_REMOVE) would be refilled
+  // at the daemon's next touch, unless no page is left (hugepages): then the
+  // kernel sends the daemon SIGBUS. The future-write seal forbids holes while
+  // leaving the writable mappings made so far writable; holes punched before
+  // it are filled here, where running out of pages is an error, not SIGBUS.
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0) {
+    munmap(p, bytes);
+    *why = "a memfd sealed against the daemon's own seals";
+    return EBADF;
+  }
+  if (madvise(p, bytes, MADV_POPULATE_WRITE) != 0) {
+    munmap(p, bytes);
+    *why = "no free pages (hugepages?) to back the shared memory";
     return ENOMEM;
   }
   out->addr = p;

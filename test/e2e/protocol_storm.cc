@@ -29,6 +29,7 @@
 // Exit 0 with "ok:" lines, or "FAIL: ... (seed N)" and exit 1.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <poll.h>
 #include <softmrc/softmrc.h>
 #include <sys/eventfd.h>
@@ -102,9 +103,11 @@ uint32_t foreign_id(const Map& own, uint32_t bystander) {
 
 // The descriptors a request carries, as the script chose them.
 enum class FdKind {
-  kMemfd,     // a sealed memfd of the size asked, or a page larger
-  kTooSmall,  // a sealed memfd shorter than asked
-  kUnsealed,  // a memfd that could shrink under the daemon
+  kMemfd,       // a sealed memfd of the size asked, or a page larger
+  kHoles,       // the same with holes punched in it (the daemon fills them)
+  kTooSmall,    // a sealed memfd shorter than asked
+  kUnsealed,    // a memfd that could shrink under the daemon
+  kSealedShut,  // a memfd the daemon cannot seal against holes
   kEventfd,
   kPipe,  // a pipe's write end
   kTwo,   // a memfd and an eventfd
@@ -275,6 +278,7 @@ class Storm {
   // memfd of `bytes` (mapped into *mem); returns the size of the one sealed
   // memfd attached, 0 if that is not what was attached.
   size_t attach(FdKind kind, size_t bytes, Fds* out, s::Mapping* mem);
+  void try_holes(const s::Mapping& mem);
   bool scribbled(uint32_t qpn) const { return scribbled_qpns_.count(qpn) != 0; }
   void forget();
 
@@ -312,6 +316,7 @@ class Storm {
   uint64_t next_wr_id_ = 1;
   uint64_t requests_ = 0, refused_ = 0, completions_ = 0, events_ = 0, posts_ = 0;
   uint64_t wakeups_ = 0, deaf_wakeups_ = 0;
+  uint64_t holes_refused_ = 0;
 };
 
 void Storm::connect() {
@@ -343,6 +348,19 @@ void Storm::on_event(const s::EventMsg& e) {
   }
 }
 
+// Once the daemon holds a memfd, it is sealed against holes: a page taken
+// from under the daemon's mapping could fault it dead (hugepages).
+void Storm::try_holes(const s::Mapping& mem) {
+  if (!rng.chance(0.25)) return;
+  const size_t pages = mem.bytes / 4096;
+  const size_t first = rng.below(pages);
+  if (::madvise(static_cast<char*>(mem.addr) + 4096 * first, 4096 * (1 + rng.below(pages - first)),
+                MADV_REMOVE) == 0 ||
+      errno != EPERM)
+    fail("a hole punched into a memfd the daemon holds");
+  ++holes_refused_;
+}
+
 size_t Storm::attach(FdKind kind, size_t bytes, Fds* out, s::Mapping* mem) {
   size_t memfd_bytes = 0;
   const auto memfd = [&](size_t b) {
@@ -355,6 +373,24 @@ size_t Storm::attach(FdKind kind, size_t bytes, Fds* out, s::Mapping* mem) {
     case FdKind::kMemfd:
       out->fds.push_back(memfd(bytes + (rng.chance(0.5) ? 0 : 4096)));
       break;
+    case FdKind::kHoles: {
+      const int fd = memfd(bytes);
+      for (size_t at = 0; at < bytes; at += 4096)
+        if (rng.chance(0.5) && ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                           static_cast<off_t>(at), 4096) != 0)
+          fail("punching a hole before registering");
+      out->fds.push_back(fd);
+      break;
+    }
+    case FdKind::kSealedShut: {
+      s::Mapping scratch;
+      const int fd = s::create_shared(bytes, false, &scratch);
+      s::unmap_shared(&scratch);
+      if (fd < 0 || ::fcntl(fd, F_ADD_SEALS, rng.chance(0.5) ? F_SEAL_SEAL : F_SEAL_FUTURE_WRITE))
+        fail("sealing a memfd shut");
+      out->fds.push_back(fd);
+      break;
+    }
     case FdKind::kTooSmall:
       if (bytes > 4096) {
         out->fds.push_back(memfd(bytes - 4096));
@@ -432,6 +468,7 @@ void Storm::reg_mr() {
   const s::Msg rep = call(m, fds.fds);
   expect(ok, !ok, rep, "reg_mr", ENOMEM);
   if (rep.status != 0) return reg.release();
+  try_holes(reg.mem);
   const uint32_t key = rep.u.reg_mr_rep.key;
   if (key == bystander_key_ || regions_.count(key)) fail("reg_mr: a key that is already in use");
   reg.va = r.addr;
@@ -524,6 +561,7 @@ void Storm::create_cq() {
   const s::Msg rep = call(m, fds.fds);
   expect(ok, !ok, rep, "create_cq");
   if (rep.status != 0) return cq.release();
+  try_holes(cq.mem);
   const uint32_t id = rep.u.id_rep.id;
   if (cqs_.count(id)) fail("create_cq: an id already in use");
   cq.channel = r.channel;
@@ -581,6 +619,7 @@ void Storm::create_qp() {
   const s::Msg rep = call(m, fds.fds);
   expect(ok, !ok, rep, "create_qp", ENOMEM);
   if (rep.status != 0) return q.release();
+  try_holes(q.mem);
   const uint32_t qpn = rep.u.create_qp_rep.qpn;
   if (qpn == bystander_qpn_ || qps_.count(qpn)) fail("create_qp: a QPN already in use");
   ever_qpns_.insert(qpn);
@@ -884,10 +923,11 @@ void Storm::run(uint64_t rounds) {
     }
   }
   drain();
-  std::printf("ok: %" PRIu64 " requests (%" PRIu64 " refused), %" PRIu64
-              " work requests posted, %" PRIu64 " completions and %" PRIu64
-              " events checked, %" PRIu64 " wake-ups (%" PRIu64 " into a closed pipe)\n",
-              requests_, refused_, posts_, completions_, events_, wakeups_, deaf_wakeups_);
+  std::printf(
+      "ok: %" PRIu64 " requests (%" PRIu64 " refused), %" PRIu64 " work requests posted, %" PRIu64
+      " completions and %" PRIu64 " events checked, %" PRIu64 " wake-ups (%" PRIu64
+      " into a closed pipe), %" PRIu64 " holes refused\n",
+      requests_, refused_, posts_, completions_, events_, wakeups_, deaf_wakeups_, holes_refused_);
 }
 
 }  // namespace

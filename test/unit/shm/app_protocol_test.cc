@@ -3,7 +3,9 @@
 // refusal or an error status, never an access outside what was shared.
 #include "shm/app_protocol.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/falloc.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -263,6 +265,59 @@ TEST(SharedMemory, OnlySealedMemfdsOfTheRightSizeAreMapped) {
   EXPECT_EQ(map_shared(-1, 1, &theirs, &why), EBADF);
 }
 
+// A memfd of `bytes` sealed by its creator with `seals`, never touched: all
+// of it a hole.
+int sparse_memfd(size_t bytes, int seals) {
+  const int fd = memfd_create("sparse", MFD_ALLOW_SEALING);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0 || fcntl(fd, F_ADD_SEALS, seals) != 0)
+    ADD_FAILURE() << "cannot make a sealed memfd";
+  return fd;
+}
+
+bool punch_hole(int fd, size_t bytes) {
+  return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(bytes)) ==
+         0;
+}
+
+TEST(SharedMemory, TheDaemonSealsAgainstHolesAndBacksEveryPage) {
+  Mapping mine;
+  const int fd = create_shared(1 << 16, false, &mine);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(punch_hole(fd, 1 << 15));  // the application may, until the daemon maps it
+  EXPECT_EQ(lseek(fd, 0, SEEK_HOLE), 0);
+  const char* why = nullptr;
+  Mapping theirs;
+  ASSERT_EQ(map_shared(fd, 1 << 16, &theirs, &why), 0) << why;
+  EXPECT_EQ(lseek(fd, 0, SEEK_HOLE), 1 << 16);  // no hole before the end
+  EXPECT_FALSE(punch_hole(fd, 1 << 16));
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(madvise(mine.addr, mine.bytes, MADV_REMOVE), 0);
+  EXPECT_EQ(errno, EPERM);
+  static_cast<char*>(mine.addr)[100] = 5;  // both mappings stay writable
+  EXPECT_EQ(static_cast<char*>(theirs.addr)[100], 5);
+  static_cast<char*>(theirs.addr)[(1 << 16) - 1] = 6;
+  EXPECT_EQ(static_cast<char*>(mine.addr)[(1 << 16) - 1], 6);
+  // Mapped once: a second daemon mapping of the same memfd is refused.
+  Mapping again;
+  EXPECT_EQ(map_shared(fd, 1 << 16, &again, &why), EBADF);
+  unmap_shared(&theirs);
+  unmap_shared(&mine);
+  close(fd);
+
+  for (const int seals : {F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL,
+                          F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE}) {
+    const int sealed = sparse_memfd(4096, seals);
+    EXPECT_EQ(map_shared(sealed, 4096, &theirs, &why), EBADF) << seals;
+    EXPECT_STREQ(why, "a memfd sealed against writing or against the daemon's own seals");
+    close(sealed);
+  }
+  const int sparse = sparse_memfd(1 << 20, F_SEAL_SHRINK | F_SEAL_GROW);
+  ASSERT_EQ(map_shared(sparse, 1 << 20, &theirs, &why), 0) << why;
+  EXPECT_EQ(lseek(sparse, 0, SEEK_HOLE), 1 << 20);
+  unmap_shared(&theirs);
+  close(sparse);
+}
+
 // The kernel's pool of 2 MiB pages, grown by `pages` for one test (root
 // only) and given back after.
 class HugePagePool {
@@ -315,6 +370,13 @@ TEST(SharedMemory, HugepagesBackTheRegionWhereTheKernelHasThem) {
   static_cast<char*>(mine.addr)[(3 << 20) - 1] = 7;
   EXPECT_EQ(static_cast<char*>(theirs.addr)[(3 << 20) - 1], 7);
   EXPECT_NE(ftruncate(fd, 2 << 20), 0);  // sealed like any other region
+  // Without the daemon's seal this would free a hugepage that another
+  // mapping could take, and the daemon's next write here would die of
+  // SIGBUS instead of finding a page.
+  EXPECT_FALSE(punch_hole(fd, 2 << 20));
+  EXPECT_EQ(errno, EPERM);
+  static_cast<char*>(theirs.addr)[0] = 8;
+  EXPECT_EQ(static_cast<char*>(mine.addr)[0], 8);
   unmap_shared(&theirs);
   unmap_shared(&mine);
   close(fd);
