@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -75,26 +76,36 @@ Session::~Session() {
 }
 
 bool Session::start(std::string* err) {
-  // The server learns the parameters from the client, so it meets the
-  // client before it sizes anything; the client checks its parameters
+  // Both sides reach their daemon first, so that a missing one is said at
+  // once. The server learns the parameters from the client, so it meets
+  // the client before it sizes anything; the client checks its parameters
   // against its device first.
+  if (!open_device(err)) return false;
   if (client()) return open(err) && exchange(err) && connect(err);
   if (!oob_.accept(opt_.port, static_cast<int>(opt_.timeout_ms), err)) return false;
   return exchange(err) && connect(err);
 }
 
-bool Session::open(std::string* err) {
+bool Session::open_device(std::string* err) {
   ctx_ = smrc_open_device(opt_.socket.empty() ? nullptr : opt_.socket.c_str());
   if (ctx_ == nullptr) {
-    const char* where = opt_.socket.empty() ? "the default socket" : opt_.socket.c_str();
-    *err = std::string("cannot open softmrcd at ") + where + ": " + std::strerror(errno);
+    const char* env = std::getenv(SMRC_SOCKET_ENV);
+    const std::string where = !opt_.socket.empty() ? opt_.socket
+                              : env != nullptr && *env
+                                  ? env + std::string(" ($" SMRC_SOCKET_ENV ")")
+                                  : SMRC_DEFAULT_SOCKET;
+    *err = "cannot open softmrcd at " + where + ": " + std::strerror(errno);
     return false;
   }
-  smrc_device_attr dev{};
-  if (int e = smrc_query_device(ctx_, &dev)) {
+  if (int e = smrc_query_device(ctx_, &dev_)) {
     *err = api_error("query device", e);
     return false;
   }
+  return true;
+}
+
+bool Session::open(std::string* err) {
+  const smrc_device_attr& dev = dev_;
   if (p_.max_size > dev.max_msg_size) {
     *err = "--max-size " + std::to_string(p_.max_size) + " is over the device's largest Write (" +
            std::to_string(dev.max_msg_size) + " bytes)";

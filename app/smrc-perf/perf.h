@@ -92,6 +92,9 @@ class Session {
     std::vector<uint32_t> qpn, psn;
   };
 
+  // Connects to softmrcd and learns its limits.
+  bool open_device(std::string* err);
+  // Sizes and opens the QPs and memory for p_.
   bool open(std::string* err);
   bool exchange(std::string* err);
   bool connect(std::string* err);
@@ -111,6 +114,7 @@ class Session {
   Channel oob_;
   Peer peer_;
   smrc_context* ctx_ = nullptr;
+  smrc_device_attr dev_{};
   smrc_pd* pd_ = nullptr;
   smrc_comp_channel* channel_ = nullptr;
   smrc_cq* send_cq_ = nullptr;

@@ -144,8 +144,8 @@ def lat(args):
     check('4 message sizes received and verified' in server, server)
 
 
-def expect_fail(cmd, code, message):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+def expect_fail(cmd, code, message, env=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False, env=env)
     check(r.returncode == code and message in r.stderr,
           f'{cmd}: exit {r.returncode}, want {code} with {message!r}: {r.stderr}')
     print(f'refused as documented: {r.stderr.strip()}')
@@ -159,8 +159,12 @@ def case_errors(args):
     expect_fail([p, 'write_bw', '-f', '1'], 2, "--step-factor: '1' is not an integer in 2..1024")
     expect_fail([p, 'write_bw', '-m', '4096', '-s', '64'], 2, '--min-size 4096 is over')
     expect_fail([p, 'write_lat', '-q', '2'], 2, 'write_lat runs one message at a time')
-    expect_fail([p, 'write_bw', '-d', os.path.join(args.workdir, 'none.sock'), '::1'], 1,
-                'cannot open softmrcd at')
+    none = os.path.join(args.workdir, 'none.sock')
+    expect_fail([p, 'write_bw', '-d', none, '::1'], 1, f'cannot open softmrcd at {none}:')
+    # A server reaches its daemon before it waits for a client (30 s).
+    expect_fail([p, 'write_bw', '-d', none], 1, f'cannot open softmrcd at {none}:')
+    expect_fail([p, 'write_lat'], 1, f'cannot open softmrcd at {none} ($SOFTMRC_SOCKET):',
+                env=dict(os.environ, SOFTMRC_SOCKET=none))
     help_text = subprocess.run([p, '--help'], capture_output=True, text=True, check=True).stdout
     with open(os.path.join(args.docs, 'smrc-perf.md')) as f:
         doc = f.read()
