@@ -161,10 +161,13 @@ void ControlServer::profile_set(Client& c, char kind, uint64_t id, const Words& 
       control::EvProfileMode m;
       if (!control::parse_ev_profile_mode(v, &m)) return bad(k, v);
       ec.mode = m;
-    } else if (kind == 'e' && (k == "fmt" || k == "count" || k == "min_active")) {
+    } else if (kind == 'e' && k == "fmt") {
+      uint64_t id = 0;  // as wide as the ids 'create' gives
+      if (!control::parse_number(v, UINT64_MAX, &id)) return bad(k, v);
+      ec.fmt_id = id;
+    } else if (kind == 'e' && (k == "count" || k == "min_active")) {
       uint32_t x = 0;
       if (!control::parse_number(v, &x)) return bad(k, v);
-      if (k == "fmt") ec.fmt_id = x;
       if (k == "count") ec.count = x;
       if (k == "min_active") ec.min_active = x;
     } else if (kind == 'e' && k == "event_mask") {
