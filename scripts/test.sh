@@ -2,8 +2,9 @@
 # Runs every test suite and ends with the line "N passed, N failed".
 #
 #   build/      every suite except fuzz (unit, sim, dpdk, e2e, tool)
-#   build-san/  unit, sim, dpdk and e2e again under ASan+UBSan (softmrcd,
-#               libsoftmrc and the test programs instrumented; DPDK not)
+#   build-san/  every suite but fuzz again under ASan+UBSan (softmrcd,
+#               libsoftmrc, the tools and the test programs instrumented;
+#               DPDK not)
 #   build-fuzz/ the libFuzzer targets (packets into wire::parse and into the
 #               engine, an application's rings into softmrcd's AppStage,
 #               control socket JSON, softmrcd's YAML configuration) for a
@@ -63,7 +64,7 @@ run() { # dir [meson test options...]; $targets: what to build (default: all)
 
 configure build --buildtype=debugoptimized && run build --no-suite fuzz
 configure build-san --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false &&
-  run build-san --suite unit --suite sim --suite dpdk --suite e2e
+  run build-san --suite unit --suite sim --suite dpdk --suite e2e --suite tool
 # Only the fuzz targets: softmrcd's cmdline tables use a GCC extension
 # (initialised flexible array members) that clang refuses in C++.
 CXX=clang++ configure build-fuzz --buildtype=debug -Dfuzz=true &&

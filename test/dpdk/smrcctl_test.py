@@ -15,6 +15,11 @@
                the socket's mode is opened up (counted and logged)
   state_file   profiles and plane admin states survive a restart; a bad
                state file stops the daemon with its message
+  storm        a seeded stream of random, mostly well-formed commands
+               (SMRC_CTL_SEED, SMRC_CTL_ROUNDS): each answered with a
+               documented exit status, errno and JSON; profiles' existence
+               and states as a model of them says; afterwards the traffic
+               flows again and the daemon exits 0
 
 Runs two endpoints over the in-process fabric with a flow a -> b until
 SIGTERM (softmrcd_test.py's helpers). Exit 0 on success, 1 otherwise.
@@ -22,6 +27,7 @@ SIGTERM (softmrcd_test.py's helpers). Exit 0 on success, 1 otherwise.
 
 import json
 import os
+import random
 import re
 import select
 import signal
@@ -259,6 +265,13 @@ def case_profiles(args):
         ctl.ok(*p, 'ev', 'set', '6', 'mode', 'generated', 'fmt', '11', 'count', '4', 'fields',
                '16:0xc000:0:1:0x3')
         check([e['port'] for e in ctl.ok(*p, 'ev', 'show', '6')['evs']] == [1, 2, 1, 2], 'generated')
+        # Ids are 64 bits wide wherever a profile is named (an EV profile's
+        # fmt once took 32).
+        big = str(2**64 - 1)
+        ctl.ok(*p, 'fmt', 'create', big)
+        ctl.ok(*p, 'fmt', 'set', big, 'mode', 'udp', 'widths', '16', 'state', 'offline')
+        ctl.ok(*p, 'fmt', 'set', big, 'state', 'online')
+        check(ctl.ok(*p, 'ev', 'set', '6', 'fmt', big)['fmt'] == 2**64 - 1, 'a 64-bit fmt id')
         ctl.ok(*p, 'cc', 'create', '3')
         ctl.refused('EINVAL', 'cannot go OFFLINE without an algorithm', *p, 'cc', 'set', '3',
                     'state', 'offline')
@@ -348,6 +361,285 @@ def case_state_file(args):
     code, out, err = Daemon(args, 'ctl_state_bad', cfg).run(timeout=30)
     want = f'control_state_file: {state}: EINVAL: format profile 4 cannot go OFFLINE without a mode'
     check(code == 2 and want in err, f'bad state file: exit {code}, stderr {err!r}')
+
+
+ERRNOS = {'EINVAL', 'E2BIG', 'EBUSY', 'ENOENT', 'ENOTSUP', 'EEXIST', 'ENOSPC', 'EPERM'}
+KINDS = ('fmt', 'ev', 'cc')
+# The life cycle's moves (docs/controller.md, "Profiles").
+MOVES = {('INIT', 'OFFLINE'), ('OFFLINE', 'ONLINE'), ('ONLINE', 'OFFLINE'), ('OFFLINE', 'INIT')}
+
+
+class Storm:
+    """Draws controller commands from a seed and checks each answer against
+    what the documentation promises and a model of the profiles."""
+
+    def __init__(self, ctl, seed):
+        self.ctl = ctl
+        self.seed = seed
+        self.rng = random.Random(seed)
+        # kind -> {id: state}; declared ids are changed only in the file.
+        self.profiles = {k: {p['id']: p['state'] for p in ctl.ok('profile', k, 'show')}
+                         for k in KINDS}
+        self.declared = {k: set(self.profiles[k]) for k in KINDS}
+        # What a command took from the traffic (a plane down, an EV denied),
+        # as the command that gives it back and the step by which it must:
+        # paths gone for long fail the QPs, as they should.
+        self.taken = []
+        self.steps = 0
+        self.codes = {}
+        self.udp16 = {1}  # formats known to be UDP [16]: the declared 1, and the recipe's
+        self.stepped = 0  # recipe steps taken
+
+    def pick(self, *choices):
+        return self.rng.choice(choices)
+
+    def some(self, words, p=0.5):
+        return list(words) if self.rng.random() < p else []
+
+    def fail(self, words, why):
+        raise Failure(f'storm (SMRC_CTL_SEED={self.seed}): smrcctl {" ".join(words)}: {why}')
+
+    def an_id(self, kind):
+        known = list(self.profiles[kind])
+        if known and self.rng.random() < 0.7:
+            return str(self.rng.choice(known))
+        return str(self.pick(0, 1, 2, 3, 10, 11, 12, 20, 63, 64, 65, 255, 4096, 2**32, 2**53 + 1,
+                             2**64 - 1, 2**64, -1))
+
+    def recipe(self):
+        """A well-formed next step in the life of a profile made here: it must
+        succeed. None when there is nothing to step."""
+        kind = self.pick(*KINDS)
+        made = [i for i in self.profiles[kind] if i not in self.declared[kind]]
+        if not made:
+            return ['profile', kind, 'create'], set()
+        pid = self.rng.choice(made)
+        state = self.profiles[kind][pid]
+        head = ['profile', kind, 'set', str(pid)]
+        if state == 'ONLINE':
+            # A format stays ONLINE while an ONLINE EV profile uses it.
+            return head + ['state', 'offline'], {'EBUSY'} if kind == 'fmt' else set()
+        to = 'offline' if state == 'INIT' else self.pick('online', 'online', 'init')
+        if to == 'init':
+            return head + ['state', 'init'], set()
+        # The whole configuration again: a random command may have spoiled it.
+        if kind == 'fmt':
+            return head + ['mode', 'udp', 'widths', '16', 'state', to], set()
+        if kind == 'cc':
+            return head + ['algorithm', 'nscc', 'link_gbps', '100', 'base_rtt_us', '10',
+                           'state', to], set()
+        fmts = [i for i, st in self.profiles['fmt'].items() if st == 'ONLINE' and i in self.udp16]
+        if not fmts:
+            return None
+        return head + ['mode', 'generated', 'fmt', str(self.rng.choice(fmts)), 'count', '4',
+                       'min_active', '1', 'event_mask', 'good,assumed_bad,denied', 'fields',
+                       '16:0xc000:0:1:0x3', 'state', to], set()
+
+    def command(self):
+        ep = self.pick('a', 'a', 'b', 'b', 'z', '', 'a,b', '\u00e9')
+        qpn = self.pick('1', '2', '1', '2', '0', '9', 'x', '-1', '4294967297')
+        ev = self.pick('0', '1', '2', '5', '7', '8', '64', 'x')
+        plane = self.pick('0', '1', '0', '1', '2', '7', '-1', 'x')
+        number = self.pick('0', '1', '2', '3', '8', '16', '4096', '4097', '0x10', 'x', '-1',
+                           '99999999999999999999')
+        state = self.pick('init', 'offline', 'online', 'bogus')
+        kind = self.pick(*KINDS)
+        pid = self.an_id(kind)
+        value = self.pick('0xc000', '0xc001', '0xc002', '0xc100', '0', '0x10000', 'x')
+        port = self.pick('1', '2', '0', '3')
+        r = self.rng.randrange(22)
+        if r == 0:
+            return ['dev', 'show']
+        if r == 1:
+            return ['port', 'show'] + self.some([ep])
+        if r == 2:
+            return ['port', 'set', ep, plane, self.pick('up', 'down', 'up', 'sideways')]
+        if r == 3:
+            return ['ev', 'show', ep, qpn]
+        if r in (4, 5):
+            return ['ev', self.pick('deny', 'restore'), ep, qpn, ev]
+        if r == 6:
+            return (['ev', 'probe', ep, self.pick('a', 'b', 'z')] + self.some(['--plane', plane]) +
+                    self.some(['--evs', self.pick('0', '0,1', '1,9', '', '0,,1', '300')]) +
+                    self.some(['--count', self.pick('1', '2', '0', '300')]) +
+                    ['--timeout-ms', self.pick('1', '20', '50', '0', '10001')])
+        if r == 7:
+            return ['events']
+        if r == 8:
+            return ['stats'] + self.some([ep])
+        if r == 9:
+            return ['stats', 'qp', ep, qpn]
+        if r in (10, 11):
+            return ['profile', kind, 'show'] + self.some([pid], 0.8)
+        if r in (12, 13):
+            return ['profile', kind, 'create'] + self.some([self.an_id(kind)], 0.7)
+        if r == 14:
+            return ['profile', kind, 'destroy', pid]
+        if r == 15:
+            return (['profile', 'fmt', 'set', self.an_id('fmt')] +
+                    self.some(['mode', self.pick('udp', 'stev', 'srv6', 'bogus')]) +
+                    self.some(['widths', self.pick('16', '16,16', '32,16', '8', '32,32,32,32,32,'
+                                                   '32,32,32,32', '0', '16,,16', '')]) +
+                    self.some(['state', state]))
+        if r in (16, 17):
+            fields = self.pick('16:0xc000:0:3:0x3', '16:0xc000:0:3:0x3/16:0:0:0:0',
+                               '16:0:0:65535:65535', '16:65536:0:0:0', '8:1:0:255:0xff', 'x',
+                               '1:2:3', '0:0:0:0:0')
+            return (['profile', 'ev', 'set', self.an_id('ev')] +
+                    self.some(['mode', self.pick('explicit', 'generated', 'auto', 'bogus')]) +
+                    self.some(['fmt', self.an_id('fmt')]) + self.some(['count', number]) +
+                    self.some(['min_active', number], 0.3) +
+                    self.some(['event_mask', self.pick('good,assumed_bad,denied', 'none',
+                                                        'good', 'red')], 0.3) +
+                    self.some(['fields', fields]) + self.some(['state', state]))
+        if r == 18:
+            return ['profile', 'ev', 'replace', self.an_id('ev'), self.pick('0', '1', '2', '4096'),
+                    value, port]
+        if r == 19:
+            return ['profile', 'ev', 'ev-state', self.an_id('ev'), value, port,
+                    self.pick('good', 'denied', 'assumed_bad')]
+        if r == 20:
+            return (['profile', 'cc', 'set', self.an_id('cc')] +
+                    self.some(['algorithm', self.pick('nscc', 'none', 'bogus')]) +
+                    self.some(['link_gbps', self.pick('100', '0', '400', 'x'), 'base_rtt_us',
+                               self.pick('10', '0', '1000000')]) +
+                    self.some([self.pick('gamma=0.5', 'eta=1', 'colour=1', 'base_rtt_ns=',
+                                         'max_cwnd_bytes=0', 'fi=-1', 'qa_gate=99')]) +
+                    self.some(['state', state]))
+        return [self.pick('frobnicate', 'profile', 'ev', 'port', 'dev', '')] + \
+            self.some([self.pick('show', 'set', 'x', '--plane', '1')])
+
+    def step(self):
+        step = self.recipe() if self.rng.random() < 0.25 else None
+        words, allowed = step if step else (self.command(), None)
+        json_out = self.rng.random() < 0.7
+        code, out, err = self.ctl.run(*words, json_out=json_out)
+        self.codes[code] = self.codes.get(code, 0) + 1
+        if code not in (0, EXIT_REFUSED, EXIT_USAGE, EXIT_UNANSWERED):
+            self.fail(words, f'exit {code}: {err}')
+        if code != 0 and not err.strip():
+            self.fail(words, f'exit {code} without a message')
+        errno = None
+        if code == EXIT_REFUSED:
+            m = re.match(r'smrcctl: (E[A-Z0-9]+): \S', err)
+            if not m or m.group(1) not in ERRNOS:
+                self.fail(words, f'refused without a documented errno: {err!r}')
+            errno = m.group(1)
+        reply = None
+        if json_out and code in (0, EXIT_REFUSED, EXIT_UNANSWERED):
+            try:
+                reply = json.loads(out)
+            except ValueError:
+                self.fail(words, f'--json printed no JSON: {out!r}')
+            if code == EXIT_REFUSED and (reply.get('ok') is not False or reply.get('errno') != errno):
+                self.fail(words, f'--json reply {reply} for {errno}')
+        elif code == 0 and not out.strip():
+            self.fail(words, 'exit 0 and nothing printed')
+        if allowed is not None:
+            if code != 0 and errno not in allowed:
+                self.fail(words, f'a well-formed step refused: exit {code}: {err}')
+            self.stepped += code == 0
+            if words[1] == 'fmt' and words[2] == 'set' and 'widths' in words:
+                self.udp16.add(int(words[3]))
+        elif words[:3] == ['profile', 'fmt', 'set'] and code == 0 and re.fullmatch(r'\d+', words[3]):
+            self.udp16.discard(int(words[3]))  # maybe another mode or widths now
+        self.follow(words, code, errno, reply)
+        self.steps += 1
+        self.give_back()
+
+    def follow(self, words, code, errno, reply):
+        """The model: profiles, and what must be undone afterwards."""
+        if code == 0 and (words[:2] == ['ev', 'deny'] or words[:2] == ['port', 'set'] and
+                          words[4] == 'down'):
+            self.take(words[:4] + ['up'] if words[0] == 'port' else ['ev', 'restore'] + words[2:5])
+        if words[0] != 'profile' or len(words) < 3 or code == EXIT_USAGE:
+            return
+        kind, verb = words[1], words[2]
+        known = self.profiles.get(kind, {})
+        pid = int(words[3]) if len(words) > 3 and re.fullmatch(r'\d+', words[3]) else None
+        if verb == 'ev-state' and code == 0 and words[6] == 'denied':
+            self.take(words[:6] + ['good'])
+        if verb == 'show' and pid is not None:
+            if (code == 0) != (pid in known):
+                self.fail(words, f'exit {code}, {errno}; the model has {sorted(known)}')
+            if reply is not None and code == 0 and (reply['id'], reply['state']) != (pid, known[pid]):
+                self.fail(words, f'profile {reply["id"]} {reply["state"]}, the model {known[pid]}')
+        elif verb == 'create':
+            if code == 0:
+                new = reply['id'] if reply is not None else pid or None  # 0: the lowest free
+                if new is not None and new in known:
+                    self.fail(words, f'created {new}, which exists')
+                if new is not None:
+                    known[new] = 'INIT'
+                elif reply is None:  # no id and no JSON: learn it again
+                    self.profiles[kind] = {p['id']: p['state']
+                                           for p in self.ctl.ok('profile', kind, 'show')}
+            elif pid and (errno == 'EEXIST') != (pid in known):
+                self.fail(words, f'{errno}; the model has {sorted(known)}')
+        elif verb == 'destroy' and pid is not None:
+            if code == 0:
+                if known.get(pid) not in ('INIT', 'OFFLINE') or pid in self.declared[kind]:
+                    self.fail(words, f'destroyed, the model says {known.get(pid)}')
+                del known[pid]
+            elif errno == 'ENOENT' and pid in known:
+                self.fail(words, 'ENOENT for a profile the model has')
+        elif verb == 'set' and pid is not None:
+            if pid in self.declared.get(kind, ()):
+                if code == 0:
+                    self.fail(words, 'a declared profile changed')
+                return
+            if code == 0:
+                if pid not in known:
+                    self.fail(words, 'set a profile the model does not have')
+                if 'state' in words[4:]:
+                    to = words[words.index('state', 4) + 1].upper()
+                    if to != known[pid] and (known[pid], to) not in MOVES:
+                        self.fail(words, f'{known[pid]} -> {to} is not a move')
+                    known[pid] = to
+                elif known[pid] == 'ONLINE' and len(words) > 4:
+                    self.fail(words, 'an ONLINE profile changed')
+            elif errno == 'ENOENT' and kind == 'fmt' and pid in known:
+                self.fail(words, 'ENOENT for a format profile the model has')
+
+    def take(self, give_back):
+        self.taken.append((self.steps + self.rng.randrange(1, 4), give_back))
+
+    def give_back(self, everything=False):
+        due = [w for when, w in self.taken if everything or when <= self.steps]
+        self.taken = [(when, w) for when, w in self.taken if not everything and when > self.steps]
+        for words in due:
+            code, _, err = self.ctl.run(*words)
+            # A profile's EV may have gone with its profile in the meantime.
+            if code != 0 and not (words[0] == 'profile' and 'ENOENT' in err):
+                self.fail(words, f'giving back what the storm took: exit {code}: {err}')
+
+
+def case_storm(args):
+    seed = int(os.environ.get('SMRC_CTL_SEED', '1'))
+    rounds = int(os.environ.get('SMRC_CTL_ROUNDS', '1500'))
+    d, ctl = start(args, 'storm')
+    try:
+        storm = Storm(ctl, seed)
+        for _ in range(rounds):
+            storm.step()
+        check(d.proc.poll() is None, 'softmrcd died', d.output())
+        storm.give_back(everything=True)
+        before = ctl.ok('stats')['totals'][1]['txgen_verified']
+        wait_for('traffic after the storm',
+                 lambda: ctl.ok('stats')['totals'][1]['txgen_verified'] > before, timeout=20,
+                 output=json.dumps(ctl.ok('stats'), indent=1))
+        # Nothing it took was gone long enough to fail a QP (4 s of retries).
+        totals = ctl.ok('stats')['totals']
+        check(all(t['txgen_errors'] == 0 and t['txgen_mismatches'] == 0 for t in totals),
+              f'QPs failed or data went wrong: {totals}')
+        made = [st for k in KINDS for i, st in storm.profiles[k].items()
+                if i not in storm.declared[k]]
+        print(f'seed {seed}: {rounds} commands, {storm.stepped} of them well-formed profile '
+              f'steps, exits {dict(sorted(storm.codes.items()))}; profiles made and left: ' +
+              ', '.join(f'{made.count(st)} {st}' for st in ('INIT', 'OFFLINE', 'ONLINE')))
+        stop(d)
+    finally:
+        d.kill()
 
 
 if __name__ == '__main__':
