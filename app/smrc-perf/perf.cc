@@ -105,29 +105,28 @@ bool Session::open_device(std::string* err) {
 }
 
 bool Session::open(std::string* err) {
-  const smrc_device_attr& dev = dev_;
-  if (p_.max_size > dev.max_msg_size) {
+  if (p_.max_size > dev_.max_msg_size) {
     *err = "--max-size " + std::to_string(p_.max_size) + " is over the device's largest Write (" +
-           std::to_string(dev.max_msg_size) + " bytes)";
+           std::to_string(dev_.max_msg_size) + " bytes)";
     return false;
   }
   const uint64_t region = 2ull * p_.qps * p_.max_size;
-  if (region > dev.max_mr_size) {
+  if (region > dev_.max_mr_size) {
     *err = "--qps x --max-size needs " + std::to_string(region) +
            " bytes of registered memory (a send and a receive area per QP); the device allows " +
-           std::to_string(dev.max_mr_size);
+           std::to_string(dev_.max_mr_size);
     return false;
   }
-  if (p_.qps > dev.max_qp) {
+  if (p_.qps > dev_.max_qp) {
     *err = "--qps " + std::to_string(p_.qps) + " is over the device's " +
-           std::to_string(dev.max_qp) + " QPs";
+           std::to_string(dev_.max_qp) + " QPs";
     return false;
   }
-  max_send_wr_ = std::min(std::max(p_.window, p_.signal_every) + 2, dev.max_qp_wr);
-  max_recv_wr_ = std::min(kLatRecvs, dev.max_qp_wr);
+  max_send_wr_ = std::min(std::max(p_.window, p_.signal_every) + 2, dev_.max_qp_wr);
+  max_recv_wr_ = std::min(kLatRecvs, dev_.max_qp_wr);
   if (p_.window + 2 > max_send_wr_) {
     *err = "--window " + std::to_string(p_.window) + " is over the device's " +
-           std::to_string(dev.max_qp_wr - 2) + " outstanding Writes per QP";
+           std::to_string(dev_.max_qp_wr - 2) + " outstanding Writes per QP";
     return false;
   }
   pd_ = smrc_alloc_pd(ctx_);
@@ -140,7 +139,7 @@ bool Session::open(std::string* err) {
     return false;
   }
   const auto cq_entries = [&](uint64_t per_qp) {
-    return static_cast<int>(std::min<uint64_t>(per_qp * p_.qps, dev.max_cqe));
+    return static_cast<int>(std::min<uint64_t>(per_qp * p_.qps, dev_.max_cqe));
   };
   send_cq_ = smrc_create_cq(ctx_, cq_entries(max_send_wr_), nullptr, channel_);
   recv_cq_ = smrc_create_cq(ctx_, cq_entries(max_recv_wr_), nullptr, channel_);

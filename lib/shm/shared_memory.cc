@@ -86,8 +86,10 @@ int map_shared(int fd, size_t min_bytes, Mapping* out, const char** why) {
     return EBADF;
   }
   if (madvise(p, bytes, MADV_POPULATE_WRITE) != 0) {
+    const int e = errno;
     munmap(p, bytes);
-    *why = "no free pages (hugepages?) to back the shared memory";
+    *why = e == EINVAL ? "this kernel cannot back shared memory up front (needs Linux 5.14)"
+                       : "no free pages (hugepages?) to back the shared memory";
     return ENOMEM;
   }
   out->addr = p;
