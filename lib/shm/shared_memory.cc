@@ -23,10 +23,13 @@ int try_create(size_t bytes, unsigned flags, Mapping* out) {
   const int fd = memfd_create("softmrc", MFD_CLOEXEC | MFD_ALLOW_SEALING | flags);
   if (fd < 0) return -errno;
   void* p = MAP_FAILED;
+  // Every page backed here, by the application: the daemon takes no memfd
+  // with holes (map_shared()).
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0 || fcntl(fd, F_ADD_SEALS, kSizeSeals) != 0 ||
-      (p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0)) ==
-          MAP_FAILED) {
+      (p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED ||
+      madvise(p, bytes, MADV_POPULATE_WRITE) != 0) {
     const int e = errno;
+    if (p != MAP_FAILED) munmap(p, bytes);
     ::close(fd);
     return -e;
   }
@@ -42,7 +45,7 @@ int create_shared(size_t bytes, bool try_hugepages, Mapping* out) {
   if (bytes == 0) return -EINVAL;
   if (try_hugepages) {
     const size_t huge = (bytes + kHugePage - 1) & ~(kHugePage - 1);
-    // Without free hugepages the mapping fails (MAP_POPULATE): fall back.
+    // Without free hugepages the mapping fails: fall back.
     const int fd = try_create(huge, MFD_HUGETLB, out);
     if (fd >= 0) return fd;
   }
@@ -78,13 +81,23 @@ int map_shared(int fd, size_t min_bytes, Mapping* out, const char** why) {
   // A hole punched into the file (fallocate, MADV_REMOVE) would be refilled
   // at the daemon's next touch, unless no page is left (hugepages): then the
   // kernel sends the daemon SIGBUS. The future-write seal forbids holes while
-  // leaving the writable mappings made so far writable; holes punched before
-  // it are filled here, where running out of pages is an error, not SIGBUS.
+  // leaving the writable mappings made so far writable.
   if (fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0) {
     munmap(p, bytes);
     *why = "a memfd sealed against the daemon's own seals";
     return EBADF;
   }
+  // Holes made before the seal: in an ordinary memfd the daemon's touch
+  // would allocate, and be charged for, the application's memory, so such a
+  // memfd must arrive whole. (hugetlbfs reports no holes: its missing pages
+  // come from the pool, reserved for this mapping by mmap.)
+  if (lseek(fd, 0, SEEK_HOLE) != static_cast<off_t>(bytes)) {
+    munmap(p, bytes);
+    *why = "shared memory with pages nobody backed (holes): its creator must back every page";
+    return EINVAL;
+  }
+  // Page tables up front, where a missing page is an error, not SIGBUS, and
+  // not a fault on the polling lcore.
   if (madvise(p, bytes, MADV_POPULATE_WRITE) != 0) {
     const int e = errno;
     munmap(p, bytes);

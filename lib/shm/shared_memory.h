@@ -1,9 +1,9 @@
 // Memory that an application and softmrcd share: a sealed memfd. The
-// creator (libsoftmrc) sizes it, seals its size and maps it; the other side
-// (softmrcd) maps it too, then seals it against holes and backs every page,
-// so that it can touch it without fear of SIGBUS: a file that could shrink,
-// or lose a hugepage to a punched hole, under the daemon's mapping would
-// let an application crash it.
+// creator (libsoftmrc) sizes it, seals its size and backs every page; the
+// other side (softmrcd) maps it too and seals it against holes, so that it
+// can touch it without fear of SIGBUS (a file that could shrink, or lose a
+// hugepage to a punched hole, under the daemon's mapping would let an
+// application crash it) and without allocating memory for the creator.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +20,7 @@ struct Mapping {
 // Creates a memfd of at least `bytes` (rounded up to the page, or to 2 MiB
 // when `try_hugepages` and the kernel has free hugepages), zeroed, sealed
 // against shrinking and growing (not against further seals: the daemon's
-// come next), and maps it shared.
+// come next), maps it shared and backs every page.
 // Returns the fd (>= 0) or -errno.
 int create_shared(size_t bytes, bool try_hugepages, Mapping* out);
 
@@ -28,8 +28,9 @@ int create_shared(size_t bytes, bool try_hugepages, Mapping* out);
 // shrinking and growing and against nothing else, at least `min_bytes`
 // long, and maps all of it shared, read-write. Then seals it against
 // future writes and seals (mappings made so far stay writable, holes can no
-// longer be punched) and backs every page. 0 or an errno value (EBADF not
-// such a memfd, EINVAL too short, ENOMEM no mapping or pages); `*why` says
+// longer be punched), checks it has no holes (pages its creator did not
+// back) and maps every page. 0 or an errno value (EBADF not such a memfd,
+// EINVAL too short or with holes, ENOMEM no mapping or pages); `*why` says
 // which.
 int map_shared(int fd, size_t min_bytes, Mapping* out, const char** why);
 

@@ -104,7 +104,7 @@ uint32_t foreign_id(const Map& own, uint32_t bystander) {
 // The descriptors a request carries, as the script chose them.
 enum class FdKind {
   kMemfd,       // a sealed memfd of the size asked, or a page larger
-  kHoles,       // the same with holes punched in it (the daemon fills them)
+  kHoles,       // the same with a hole punched in it (the daemon backs no page)
   kTooSmall,    // a sealed memfd shorter than asked
   kUnsealed,    // a memfd that could shrink under the daemon
   kSealedShut,  // a memfd the daemon cannot seal against holes
@@ -374,11 +374,13 @@ size_t Storm::attach(FdKind kind, size_t bytes, Fds* out, s::Mapping* mem) {
       out->fds.push_back(memfd(bytes + (rng.chance(0.5) ? 0 : 4096)));
       break;
     case FdKind::kHoles: {
-      const int fd = memfd(bytes);
-      for (size_t at = 0; at < bytes; at += 4096)
-        if (rng.chance(0.5) && ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                                           static_cast<off_t>(at), 4096) != 0)
-          fail("punching a hole before registering");
+      s::Mapping scratch;
+      const int fd = s::create_shared(bytes, false, &scratch);
+      s::unmap_shared(&scratch);
+      if (fd < 0 ||
+          ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      static_cast<off_t>(4096 * rng.below((bytes + 4095) / 4096)), 4096) != 0)
+        fail("punching a hole before registering");
       out->fds.push_back(fd);
       break;
     }

@@ -279,16 +279,14 @@ bool punch_hole(int fd, size_t bytes) {
          0;
 }
 
-TEST(SharedMemory, TheDaemonSealsAgainstHolesAndBacksEveryPage) {
+TEST(SharedMemory, TheDaemonSealsAgainstHolesAndTakesNoneBefore) {
   Mapping mine;
   const int fd = create_shared(1 << 16, false, &mine);
   ASSERT_GE(fd, 0);
-  ASSERT_TRUE(punch_hole(fd, 1 << 15));  // the application may, until the daemon maps it
-  EXPECT_EQ(lseek(fd, 0, SEEK_HOLE), 0);
+  EXPECT_EQ(lseek(fd, 0, SEEK_HOLE), 1 << 16);  // the creator backed every page
   const char* why = nullptr;
   Mapping theirs;
   ASSERT_EQ(map_shared(fd, 1 << 16, &theirs, &why), 0) << why;
-  EXPECT_EQ(lseek(fd, 0, SEEK_HOLE), 1 << 16);  // no hole before the end
   EXPECT_FALSE(punch_hole(fd, 1 << 16));
   EXPECT_EQ(errno, EPERM);
   EXPECT_NE(madvise(mine.addr, mine.bytes, MADV_REMOVE), 0);
@@ -311,11 +309,18 @@ TEST(SharedMemory, TheDaemonSealsAgainstHolesAndBacksEveryPage) {
     EXPECT_STREQ(why, "a memfd sealed against writing or against the daemon's own seals");
     close(sealed);
   }
+  // Pages the application did not back would be the daemon's to allocate.
   const int sparse = sparse_memfd(1 << 20, F_SEAL_SHRINK | F_SEAL_GROW);
-  ASSERT_EQ(map_shared(sparse, 1 << 20, &theirs, &why), 0) << why;
-  EXPECT_EQ(lseek(sparse, 0, SEEK_HOLE), 1 << 20);
-  unmap_shared(&theirs);
+  EXPECT_EQ(map_shared(sparse, 1 << 20, &theirs, &why), EINVAL);
+  EXPECT_STREQ(why,
+               "shared memory with pages nobody backed (holes): its creator must back every page");
   close(sparse);
+  const int holed = create_shared(1 << 16, false, &mine);
+  ASSERT_GE(holed, 0);
+  ASSERT_TRUE(punch_hole(holed, 4096));
+  EXPECT_EQ(map_shared(holed, 1 << 16, &theirs, &why), EINVAL);
+  unmap_shared(&mine);
+  close(holed);
 }
 
 // The kernel's pool of 2 MiB pages, grown by `pages` for one test (root
