@@ -9,6 +9,7 @@
 #include <rte_ethdev.h>
 #include <rte_memory.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -32,6 +33,9 @@ using shm::MsgType;
 namespace {
 
 constexpr int kMaxClients = 256;
+// Descriptors kept for everything but applications' clients and channels:
+// DPDK's own, the ports', telemetry, the controller, a request's passed fds.
+constexpr size_t kFdReserve = 256;
 constexpr uint64_t kReapIntervalNs = 10'000'000;  // retired regions: checked every 10 ms
 
 // The 16-byte GID of an endpoint: its plane-0 address, IPv4 mapped.
@@ -136,6 +140,26 @@ bool AppServer::setup(const Config& cfg,
     std::printf("softmrcd: %s: applications connect to %s\n", spec.name.c_str(),
                 spec.app_socket.c_str());
     listeners_.push_back(std::move(l));
+  }
+  // Each client holds a socket and each completion channel a pipe's write
+  // end, so that many applications could otherwise take every descriptor
+  // the daemon has (its listeners, memif's and the controller's accepts
+  // would then fail). The channels get what the limit leaves, raised as far
+  // as it may be.
+  rlimit nofile{};
+  if (!listeners_.empty() && ::getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+    if (nofile.rlim_cur < nofile.rlim_max) {
+      nofile.rlim_cur = nofile.rlim_max;
+      (void)::setrlimit(RLIMIT_NOFILE, &nofile);
+      (void)::getrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    const size_t most = size_t{kMaxClients} * shm::kMaxChannelsPerClient;
+    const size_t held = kMaxClients + kFdReserve;
+    channel_budget_ = nofile.rlim_cur > held ? std::min<size_t>(nofile.rlim_cur - held, most) : 0;
+    std::printf(
+        "softmrcd: applications: at most %d at once, %zu completion channels in all "
+        "(descriptor limit %llu)\n",
+        kMaxClients, channel_budget_, static_cast<unsigned long long>(nofile.rlim_cur));
   }
   std::fflush(stdout);
   return true;
@@ -448,6 +472,10 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
     case MsgType::kCreateChannel: {
       if (c.channels.size() >= shm::kMaxChannelsPerClient)
         return refuse(rep, ENOMEM, "too many completion channels");
+      if (channels_ >= channel_budget_)
+        return refuse(rep, ENOMEM,
+                      "softmrcd holds as many completion channels as its descriptor "
+                      "limit allows");
       // The daemon makes the pipe and keeps its write end: nothing the
       // application does to its end can make the lcore's write block (a
       // full pipe: EAGAIN) or raise a signal (a closed one: EPIPE, SIGPIPE
@@ -457,6 +485,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
         return refuse(rep, EMFILE, "cannot create the channel's pipe");
       const uint32_t id = c.next_id++;
       c.channels[id] = p[1];
+      ++channels_;
       *reply_fd = p[0];
       rep->u.id_rep.id = id;
       return;
@@ -468,6 +497,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
         if (cq.channel == it->first) return refuse(rep, EBUSY, "a CQ still uses the channel");
       ::close(it->second);
       c.channels.erase(it);
+      --channels_;
       return;
     }
     case MsgType::kCreateCq: {
@@ -760,6 +790,7 @@ void AppServer::drop(Client& c) {
   for (auto& [id, cq] : c.cqs) shm::unmap_shared(&cq.mem);
   for (auto& [key, r] : c.regions) retired_.push_back(Retired{c.l, c.owner, r});
   for (auto& [id, wake_fd] : c.channels) ::close(wake_fd);
+  channels_ -= c.channels.size();
   ::close(c.fd);
   Listener& l = *c.l;
   std::erase_if(clients_, [&](const std::unique_ptr<Client>& p) { return p.get() == &c; });

@@ -34,6 +34,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "shm/app_protocol.h"
 #include "shm/shared_memory.h"
@@ -707,6 +708,35 @@ int port_events(const char* sock, uint32_t plane) {
   return smrc_close_device(ctx);
 }
 
+// Opens `contexts` devices and makes completion channels on each until the
+// daemon refuses; holds them all until standard input closes.
+int hog(const char* sock, int contexts) {
+  std::vector<smrc_context*> ctxs;
+  std::vector<smrc_comp_channel*> channels;
+  for (int i = 0; i < contexts; ++i) {
+    smrc_context* ctx = smrc_open_device(sock);
+    if (ctx == nullptr) {
+      std::printf("FAIL: hog: open device %d: %s\n", i, strerrorname_np(errno));
+      return 1;
+    }
+    ctxs.push_back(ctx);
+    int n = 0;
+    while (smrc_comp_channel* ch = smrc_create_comp_channel(ctx)) {
+      channels.push_back(ch);
+      ++n;
+    }
+    std::printf("hog: context %d: %d channels, then %s\n", i, n, strerrorname_np(errno));
+  }
+  std::printf("hog: holding %zu channels\n", channels.size());
+  std::fflush(stdout);
+  char c;
+  while (::read(0, &c, 1) > 0) {
+  }
+  for (smrc_comp_channel* ch : channels) smrc_destroy_comp_channel(ch);
+  for (smrc_context* ctx : ctxs) smrc_close_device(ctx);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -731,6 +761,7 @@ int main(int argc, char** argv) {
   if (mode == "daemon_dies") return daemon_dies(argv[2]);
   if (mode == "recv_behind_sends" && argc == 4)
     return recv_behind_sends(argv[2], std::strcmp(argv[3], "deep") == 0);
+  if (mode == "hog" && argc == 4) return hog(argv[2], std::atoi(argv[3]));
   if (mode == "port_events" && argc == 4)
     return port_events(argv[2], static_cast<uint32_t>(std::atoi(argv[3])));
   return 2;

@@ -30,6 +30,12 @@ programs written against libsoftmrc. One --case per test:
   stop_one_side        one daemon SIGTERMed, a then b, 10 times each: the
                        other hears its farewell (plane down, "peer
                        closing"), goes on, and both exit 0
+  channel_budget       daemon a with a descriptor limit of 700: an
+                       application's channels on three connections take
+                       what it leaves the channels (188), then ENOMEM; the
+                       controller still answers, another application gets
+                       none; they come back when it dies, and when it
+                       destroys them; the example runs afterwards
   protocol_storm       a hostile raw client sends thousands of random,
                        mostly near-valid requests, descriptors and ring
                        scribbles (protocol_storm.cc) beside a well-behaved
@@ -83,10 +89,12 @@ def sock(args, name):
     return os.path.join(args.workdir, name + '.sock')
 
 
-def start_daemon(args, me, qp=None, extra=None, ports=None, srv6=False):
+def start_daemon(args, me, qp=None, extra=None, ports=None, srv6=False, nofile=None):
     d = Daemon(args, f'api_{args.case}_{me}', config(args, me, qp, extra, ports, srv6))
     i = d.cmd.index('-l')
     d.cmd[i:i + 2] = ['--lcores', LCORES[me]]
+    if nofile is not None:  # its descriptor limit, soft and hard
+        d.cmd[:0] = ['prlimit', f'--nofile={nofile}', '--']
     d.start()
     d.read_until(r'applications connect to', timeout=15)
     # The control socket opens after the applications' (smrcctl's cases).
@@ -94,12 +102,12 @@ def start_daemon(args, me, qp=None, extra=None, ports=None, srv6=False):
     return d
 
 
-def start_pair(args, qp=None, extra=None):
+def start_pair(args, qp=None, extra=None, nofile_a=None):
     for p in range(PLANES):
         path = sock(args, f'memif-p{p}')
         if os.path.exists(path):
             os.unlink(path)
-    a = start_daemon(args, 'a', qp, extra)
+    a = start_daemon(args, 'a', qp, extra, nofile=nofile_a)
     try:
         # A memif client's port fails to start without its server's socket.
         deadline = time.monotonic() + 10
@@ -235,14 +243,17 @@ def case_doc_matches_example(args):
     print('docs/api.md quotes docs/examples/wimm_exchange.c verbatim')
 
 
-def with_pair(args, body, extra=None):
+def with_pair(args, body, extra=None, nofile_a=None):
     a = b = None
     try:
-        a, b = start_pair(args, extra=extra)
+        a, b = start_pair(args, extra=extra, nofile_a=nofile_a)
         body(a, b)
     except Failure as e:
         stop(a, b)
         raise Failure(str(e) + outputs(a, b)) from None
+    except BaseException:  # a bug in the case: no daemon outlives it
+        stop(a, b)
+        raise
     finally:
         App.kill_all()
     stop(a, b)
@@ -265,6 +276,47 @@ def case_forged_descriptors(args):
         # The daemon still serves a well-behaved pair afterwards.
         run_example(args, a, b)
     with_pair(args, body)
+
+
+def hog(args, contexts):
+    """An application holding as many completion channels as daemon a gives
+    it on `contexts` connections; the number."""
+    app = App([args.helper, 'hog', sock(args, 'app-a'), str(contexts)])
+    for i in range(contexts):
+        line = app.read_line(rf'^hog: context {i}: ')
+        check(line.endswith('then ENOMEM'), f'refused with another errno: {line}')
+    return app, int(app.read_line(r'^hog: holding \d+ channels').split()[2])
+
+
+def case_channel_budget(args):
+    def body(a, b):
+        m = [re.search(r'applications: at most 256 at once, (\d+) completion channels in all '
+                       r'\(descriptor limit 700\)', line) for line in a.lines]
+        m = [x for x in m if x]
+        check(m, 'no line with the channels the descriptor limit leaves')
+        budget = int(m[0].group(1))
+        check(budget == 700 - 256 - 256, f'budget {budget}')
+        # One application on three connections takes them all; the
+        # controller's socket still accepts, another application gets none.
+        first, held = hog(args, 3)
+        check(held == budget, f'held {held} of {budget}')
+        check(ctl(args, 'a', 'stats')['totals'], 'smrcctl stats while the channels are held')
+        second, held = hog(args, 1)
+        check(held == 0, f'another application got {held}')
+        code, out = second.finish()  # its standard input closed: it lets go
+        check(code == 0, f'second hog: {code} {out}')
+        # Given back when an application dies, and when it destroys them.
+        first.proc.kill()
+        first.proc.wait()
+        for _ in range(3):
+            a.read_until(r'application \d+ went away')
+        for _ in range(2):
+            third, held = hog(args, 1)
+            check(held == budget, f'after the first went: {held} of {budget}')
+            code, out = third.finish()
+            check(code == 0, f'third hog: {code} {out}')
+        run_example(args, a, b)
+    with_pair(args, body, nofile_a=700)
 
 
 def case_app_killed(args):
