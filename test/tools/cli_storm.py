@@ -39,23 +39,24 @@ TEXT = ['', 'x', 'up', 'down', 'none', 'both', 'mrc', 'roce', 'udp', 'srv6', 'ns
 
 # What each program may answer: its documented exit statuses (--help),
 # whether it can succeed at all without a daemon or a valid configuration
-# (else 0 means help was asked for), fixed leading arguments, and the
-# words it takes besides options.
+# (else 0 means help was asked for), fixed arguments before and after the
+# drawn ones (after: they win, so that a run stays small), and the words
+# it takes besides options.
 PROGRAMS = {
-    'softmrcd': dict(exits={0, 2}, can_succeed=False, lead=['--'], words=[]),
-    'smrc-fabric': dict(exits={0, 2}, can_succeed=False, lead=['--'], words=[]),
-    'smrcctl': dict(exits={0, 1, 2, 3, 4, 5}, can_succeed=False, lead=[],
+    'softmrcd': dict(exits={0, 2}, can_succeed=False, lead=['--'], tail=[], words=[]),
+    'smrc-fabric': dict(exits={0, 2}, can_succeed=False, lead=['--'], tail=[], words=[]),
+    'smrcctl': dict(exits={0, 1, 2, 3, 4, 5}, can_succeed=False, lead=[], tail=[],
                     words=['dev', 'show', 'port', 'set', 'ev', 'deny', 'restore', 'probe',
                            'events', 'stats', 'qp', 'profile', 'fmt', 'cc', 'create',
                            'destroy', 'replace', 'ev-state', 'mode', 'widths', 'state',
                            'count', 'min_active', 'event_mask', 'fields', 'algorithm',
                            'link_gbps', 'base_rtt_us', 'good', 'denied', 'online',
                            'offline', 'init', 'a', 'b']),
-    'smrc-perf': dict(exits={0, 1, 2}, can_succeed=False, lead=[],
+    'smrc-perf': dict(exits={0, 1, 2}, can_succeed=False, lead=[], tail=[],
                       words=['write_bw', 'write_lat', 'read_bw']),
-    'smrc-sim': dict(exits={0, 1, 2}, can_succeed=True, lead=[], words=[]),
-    'smrc-loopback': dict(exits={0, 1, 2}, can_succeed=True,
-                      lead=['--gib', '0.02', '--msg-kib', '64'], words=[]),
+    'smrc-sim': dict(exits={0, 1, 2}, can_succeed=True, lead=[], tail=[], words=[]),
+    'smrc-loopback': dict(exits={0, 1, 2}, can_succeed=True, lead=[],
+                          tail=['--gib', '0.02', '--msg-kib', '64'], words=[]),
 }
 
 
@@ -110,7 +111,7 @@ def command_line(rng, prog, opts, files):
 
 def run(path, prog, args, env, timeout, cwd):
     # In cwd, since --out and --trace take relative paths too.
-    cmd = [path] + prog['lead'] + args
+    cmd = [path] + prog['lead'] + args + prog['tail']
     try:
         r = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False, env=env,
                            stdin=subprocess.DEVNULL, cwd=cwd)
