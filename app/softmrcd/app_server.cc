@@ -472,7 +472,9 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
     case MsgType::kCreateChannel: {
       if (c.channels.size() >= shm::kMaxChannelsPerClient)
         return refuse(rep, ENOMEM, "too many completion channels");
-      if (channels_ >= channel_budget_)
+      size_t channels = 0;
+      for (const auto& other : clients_) channels += other->channels.size();
+      if (channels >= channel_budget_)
         return refuse(rep, ENOMEM,
                       "softmrcd holds as many completion channels as its descriptor "
                       "limit allows");
@@ -485,7 +487,6 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
         return refuse(rep, EMFILE, "cannot create the channel's pipe");
       const uint32_t id = c.next_id++;
       c.channels[id] = p[1];
-      ++channels_;
       *reply_fd = p[0];
       rep->u.id_rep.id = id;
       return;
@@ -497,7 +498,6 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
         if (cq.channel == it->first) return refuse(rep, EBUSY, "a CQ still uses the channel");
       ::close(it->second);
       c.channels.erase(it);
-      --channels_;
       return;
     }
     case MsgType::kCreateCq: {
@@ -790,7 +790,6 @@ void AppServer::drop(Client& c) {
   for (auto& [id, cq] : c.cqs) shm::unmap_shared(&cq.mem);
   for (auto& [key, r] : c.regions) retired_.push_back(Retired{c.l, c.owner, r});
   for (auto& [id, wake_fd] : c.channels) ::close(wake_fd);
-  channels_ -= c.channels.size();
   ::close(c.fd);
   Listener& l = *c.l;
   std::erase_if(clients_, [&](const std::unique_ptr<Client>& p) { return p.get() == &c; });

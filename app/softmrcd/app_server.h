@@ -107,8 +107,7 @@ class AppServer : public ControlService {
   std::vector<Listener> listeners_;
   std::vector<std::unique_ptr<Client>> clients_;
   uint32_t next_owner_ = 1;
-  size_t channels_ = 0;        // completion channels of all clients
-  size_t channel_budget_ = 0;  // what the descriptor limit leaves them
+  size_t channel_budget_ = 0;  // what the descriptor limit leaves all clients' channels
   struct Retired {
     Listener* l = nullptr;
     uint32_t owner = 0;
