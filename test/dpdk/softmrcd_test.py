@@ -384,10 +384,21 @@ def case_pdump(args):
     cfg['traffic'][0]['duration_ms'] = 3000
     pcap = os.path.join(args.workdir, 'a_p0.pcapng')
     with HugePages(args.workdir, 300) as huge:
-        eal = [a for a in EAL if a != '--no-huge'] + ['--huge-dir', huge.dir]
+        # A secondary must map the primary's memory at the same addresses.
+        # EAL's default hint (4 GiB) lies in ASan's shadow, so under ASan the
+        # primary's memory would land among the 0x7f... mappings, where the
+        # secondary's own libraries may already be: pick a place above both.
+        base = 0x200000000000
+        eal = [a for a in EAL if a != '--no-huge'] + ['--huge-dir', huge.dir,
+                                                      '--base-virtaddr', hex(base)]
         d = Daemon(args, 'pdump', cfg, eal=eal).start()
         try:
             d.read_until(r'txgen verified [1-9]')
+            with open(f'/proc/{d.proc.pid}/maps') as f:
+                huge_maps = [l for l in f if huge.dir in l]
+            check(huge_maps and all(base <= int(l.split('-')[0], 16) < 2 * base
+                                    for l in huge_maps),
+                  f'hugepages not mapped near --base-virtaddr {base:#x}', ''.join(huge_maps))
             cap = subprocess.run([dumpcap, '--file-prefix', d.prefix, '-i', 'net_ring_ring_a_p0',
                                   '-c', '200', '-w', pcap],
                                  capture_output=True, text=True, timeout=30, check=False)
