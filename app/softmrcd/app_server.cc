@@ -32,7 +32,12 @@ using shm::MsgType;
 
 namespace {
 
-constexpr int kMaxClients = 256;
+constexpr int kMaxClients = 256;  // applications served at once (through hello)
+// Connections not yet through hello. Beyond, the listener is left alone and
+// new ones wait in its backlog; one that says nothing is closed after
+// kHelloTimeoutNs, so idle connections cannot keep applications out.
+constexpr int kMaxGreeting = 64;
+constexpr uint64_t kHelloTimeoutNs = 5'000'000'000;
 // Descriptors kept for everything but applications' clients and channels:
 // DPDK's own, the ports', telemetry, the controller, a request's passed fds.
 constexpr size_t kFdReserve = 256;
@@ -62,6 +67,8 @@ struct AppServer::Client {
   std::string name;  // "app <pid>", for the controller
   Listener* l = nullptr;
   bool hello = false;
+  uint64_t hello_by_ns = 0;  // closed if still without hello then
+  bool refused = false;      // closed once its reply is sent
   uint32_t next_id = 1;
   struct Cq {
     std::unique_ptr<AppCq> cq;
@@ -154,19 +161,27 @@ bool AppServer::setup(const Config& cfg,
       (void)::getrlimit(RLIMIT_NOFILE, &nofile);
     }
     const size_t most = size_t{kMaxClients} * shm::kMaxChannelsPerClient;
-    const size_t held = kMaxClients + kFdReserve;
+    const size_t held = kMaxClients + kMaxGreeting + kFdReserve;
     channel_budget_ = nofile.rlim_cur > held ? std::min<size_t>(nofile.rlim_cur - held, most) : 0;
     std::printf(
-        "softmrcd: applications: at most %d at once, %zu completion channels in all "
-        "(descriptor limit %llu)\n",
-        kMaxClients, channel_budget_, static_cast<unsigned long long>(nofile.rlim_cur));
+        "softmrcd: applications: at most %d at once (and %d connecting), %zu completion "
+        "channels in all (descriptor limit %llu)\n",
+        kMaxClients, kMaxGreeting, channel_budget_,
+        static_cast<unsigned long long>(nofile.rlim_cur));
   }
   std::fflush(stdout);
   return true;
 }
 
+size_t AppServer::greeting() const {
+  return static_cast<size_t>(
+      std::count_if(clients_.begin(), clients_.end(), [](const auto& c) { return !c->hello; }));
+}
+
 void AppServer::add_fds(std::vector<pollfd>* fds) {
-  for (Listener& l : listeners_) fds->push_back(pollfd{l.fd, POLLIN, 0});
+  // A full house of connections awaiting hello leaves the listeners unpolled.
+  const short accepting = greeting() < kMaxGreeting ? POLLIN : 0;
+  for (Listener& l : listeners_) fds->push_back(pollfd{l.fd, accepting, 0});
   for (auto& c : clients_) fds->push_back(pollfd{c->fd, POLLIN, 0});
 }
 
@@ -180,9 +195,18 @@ void AppServer::step(const pollfd* ready, size_t count, uint64_t now_ns) {
     if (ev == 0) continue;
     if (!serve(*clients_[i])) gone.push_back(clients_[i].get());
   }
+  for (auto& c : clients_) {
+    if (c->hello || now_ns < c->hello_by_ns) continue;
+    if (std::find(gone.begin(), gone.end(), c.get()) != gone.end()) continue;
+    std::printf("softmrcd: %s: closed a connection from pid %u: no hello within %llu s\n",
+                cfg_->endpoints[c->l->endpoint].name.c_str(), c->pid,
+                static_cast<unsigned long long>(kHelloTimeoutNs / 1'000'000'000));
+    std::fflush(stdout);
+    gone.push_back(c.get());
+  }
   for (Client* c : gone) drop(*c);
   for (size_t i = 0; i < nl && i < count; ++i)
-    if (ready[i].revents & POLLIN) accept_on(listeners_[i]);
+    if (ready[i].revents & POLLIN) accept_on(listeners_[i], now_ns);
   for (Listener& l : listeners_) send_events(l);
   if (!retired_.empty() && now_ns >= next_reap_ns_) {
     next_reap_ns_ = now_ns + kReapIntervalNs;
@@ -279,16 +303,13 @@ void AppServer::reap(Listener& l) {
   });
 }
 
-void AppServer::accept_on(Listener& l) {
-  for (;;) {
+void AppServer::accept_on(Listener& l, uint64_t now_ns) {
+  for (size_t greeting_now = greeting(); greeting_now < kMaxGreeting; ++greeting_now) {
     const int fd = ::accept4(l.fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) return;
-    if (clients_.size() >= kMaxClients) {
-      ::close(fd);
-      continue;
-    }
     auto c = std::make_unique<Client>();
     c->fd = fd;
+    c->hello_by_ns = now_ns + kHelloTimeoutNs;
     c->owner = next_owner_++;
     ucred cred{};
     socklen_t len = sizeof(cred);
@@ -355,7 +376,7 @@ bool AppServer::serve(Client& c) {
   // (its socket buffer is full) is dropped rather than stall the thread.
   const bool sent = shm::send_message(c.fd, rep, reply_fd, MSG_DONTWAIT) == 0;
   if (reply_fd >= 0) ::close(reply_fd);
-  return sent;
+  return sent && !c.refused;
 }
 
 namespace {
@@ -384,6 +405,11 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
         return refuse(rep, EPROTO, "protocol version differs from the daemon's");
       if (req.u.hello.api_version >> 16 != SMRC_API_VERSION_MAJOR)
         return refuse(rep, EPROTO, "API major version differs from the daemon's");
+      if (!c.hello && std::count_if(clients_.begin(), clients_.end(),
+                                    [](const auto& o) { return o->hello; }) >= kMaxClients) {
+        c.refused = true;
+        return refuse(rep, EBUSY, "softmrcd serves as many applications as it may (256)");
+      }
       c.hello = true;
       shm::HelloRep& h = rep->u.hello_rep;
       std::snprintf(h.name, sizeof(h.name), "%s", spec.name.c_str());
@@ -769,7 +795,13 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
 // placed into its memory once they and its regions left the engine, all in
 // one call on the lcore), then everything it shared is unmapped.
 void AppServer::drop(Client& c) {
-  AppStage& stage = *c.l->stage;
+  Listener& l = *c.l;
+  if (!c.hello) {  // it could create nothing
+    ::close(c.fd);
+    std::erase_if(clients_, [&](const std::unique_ptr<Client>& p) { return p.get() == &c; });
+    return;
+  }
+  AppStage& stage = *l.stage;
   c.l->task->call([&](EndpointTask& t, uint64_t) {
     for (auto& [qpn, q] : c.qps) {
       stage.remove_qp(qpn);
@@ -791,7 +823,6 @@ void AppServer::drop(Client& c) {
   for (auto& [key, r] : c.regions) retired_.push_back(Retired{c.l, c.owner, r});
   for (auto& [id, wake_fd] : c.channels) ::close(wake_fd);
   ::close(c.fd);
-  Listener& l = *c.l;
   std::erase_if(clients_, [&](const std::unique_ptr<Client>& p) { return p.get() == &c; });
   reap(l);
 }

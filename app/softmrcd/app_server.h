@@ -80,7 +80,8 @@ class AppServer : public ControlService {
     std::unique_ptr<AppStage> stage;
   };
 
-  void accept_on(Listener& l);
+  void accept_on(Listener& l, uint64_t now_ns);
+  size_t greeting() const;  // connections not yet through hello
   // false: the client is gone (EOF or an unreadable message).
   bool serve(Client& c);
   // `fd`: the request's descriptor or -1; *reply_fd: one to send with the

@@ -26,6 +26,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "shm/app_protocol.h"
@@ -210,7 +211,11 @@ uint32_t smrc_api_version(void) {
 }
 
 const char* smrc_version_string(void) {
-  return "softmrc " SOFTMRC_VERSION " (api 1.0, protocol 1)";
+  static const std::string s = "softmrc " SOFTMRC_VERSION " (api " +
+                               std::to_string(SMRC_API_VERSION_MAJOR) + "." +
+                               std::to_string(SMRC_API_VERSION_MINOR) + ", protocol " +
+                               std::to_string(kAppProtocolVersion) + ")";
+  return s.c_str();
 }
 
 struct smrc_context* smrc_open_device(const char* path) {

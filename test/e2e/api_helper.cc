@@ -17,6 +17,10 @@
 //   api_helper recv_behind_sends SOCKET deep|wimm
 //                                      a receive posted behind a full send
 //                                      queue takes the peer's immediate
+//   api_helper hog SOCKET N            N contexts, each with as many
+//                                      completion channels as it gets
+//   api_helper contexts SOCKET         contexts until one is refused
+//   (hog and contexts hold theirs until standard input closes)
 #include <arpa/inet.h>
 #include <poll.h>
 #include <softmrc/softmrc.h>
@@ -163,6 +167,12 @@ int misuse(const char* sock, const char* peer_ip) {
   expect_err(smrc_query_device(b.ctx, &da), 0, "query_device");
   expect(da.api_version == SMRC_API_VERSION && da.num_planes >= 1, "device attributes");
   expect_err(smrc_api_version() == SMRC_API_VERSION ? 0 : 1, 0, "smrc_api_version");
+  const std::string version = smrc_version_string();
+  const std::string want = "(api " + std::to_string(SMRC_API_VERSION_MAJOR) + "." +
+                           std::to_string(SMRC_API_VERSION_MINOR) + ", protocol " +
+                           std::to_string(softmrc::shm::kAppProtocolVersion) + ")";
+  expect(version.starts_with("softmrc ") && version.ends_with(want),
+         ("smrc_version_string: " + version).c_str(), 0);
 
   // Bad handles and arguments.
   expect_err(smrc_query_device(nullptr, &da), EINVAL, "query_device(NULL)");
@@ -710,6 +720,24 @@ int port_events(const char* sock, uint32_t plane) {
 
 // Opens `contexts` devices and makes completion channels on each until the
 // daemon refuses; holds them all until standard input closes.
+// Until the test closes our standard input.
+void hold() {
+  char c;
+  while (::read(0, &c, 1) > 0) {
+  }
+}
+
+// Opens contexts until the daemon refuses one, then holds them.
+int contexts(const char* sock) {
+  std::vector<smrc_context*> ctxs;
+  while (smrc_context* ctx = smrc_open_device(sock)) ctxs.push_back(ctx);
+  std::printf("contexts: %zu open, then %s\n", ctxs.size(), strerrorname_np(errno));
+  std::fflush(stdout);
+  hold();
+  for (smrc_context* ctx : ctxs) smrc_close_device(ctx);
+  return 0;
+}
+
 int hog(const char* sock, int contexts) {
   std::vector<smrc_context*> ctxs;
   std::vector<smrc_comp_channel*> channels;
@@ -729,9 +757,7 @@ int hog(const char* sock, int contexts) {
   }
   std::printf("hog: holding %zu channels\n", channels.size());
   std::fflush(stdout);
-  char c;
-  while (::read(0, &c, 1) > 0) {
-  }
+  hold();
   for (smrc_comp_channel* ch : channels) smrc_destroy_comp_channel(ch);
   for (smrc_context* ctx : ctxs) smrc_close_device(ctx);
   return 0;
@@ -761,6 +787,7 @@ int main(int argc, char** argv) {
   if (mode == "daemon_dies") return daemon_dies(argv[2]);
   if (mode == "recv_behind_sends" && argc == 4)
     return recv_behind_sends(argv[2], std::strcmp(argv[3], "deep") == 0);
+  if (mode == "contexts" && argc == 3) return contexts(argv[2]);
   if (mode == "hog" && argc == 4) return hog(argv[2], std::atoi(argv[3]));
   if (mode == "port_events" && argc == 4)
     return port_events(argv[2], static_cast<uint32_t>(std::atoi(argv[3])));

@@ -32,10 +32,16 @@ programs written against libsoftmrc. One --case per test:
                        closing"), goes on, and both exit 0
   channel_budget       daemon a with a descriptor limit of 700: an
                        application's channels on three connections take
-                       what it leaves the channels (188), then ENOMEM; the
+                       what it leaves the channels (124), then ENOMEM; the
                        controller still answers, another application gets
                        none; they come back when it dies, and when it
                        destroys them; the example runs afterwards
+  connection_limits    64 connections to daemon a that never say hello:
+                       an application waits behind them until the daemon
+                       closes each after 5 s (logged, with the pid), then
+                       opens the 256 contexts a daemon serves and is refused
+                       the next (EBUSY), as is another application; when it
+                       lets go, the example runs
   protocol_storm       a hostile raw client sends thousands of random,
                        mostly near-valid requests, descriptors and ring
                        scribbles (protocol_storm.cc) beside a well-behaved
@@ -54,6 +60,7 @@ import os
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -290,12 +297,13 @@ def hog(args, contexts):
 
 def case_channel_budget(args):
     def body(a, b):
-        m = [re.search(r'applications: at most 256 at once, (\d+) completion channels in all '
-                       r'\(descriptor limit 700\)', line) for line in a.lines]
+        m = [re.search(r'applications: at most 256 at once \(and 64 connecting\), (\d+) '
+                       r'completion channels in all \(descriptor limit 700\)', line)
+             for line in a.lines]
         m = [x for x in m if x]
         check(m, 'no line with the channels the descriptor limit leaves')
         budget = int(m[0].group(1))
-        check(budget == 700 - 256 - 256, f'budget {budget}')
+        check(budget == 700 - 256 - 64 - 256, f'budget {budget}')
         # One application on three connections takes them all; the
         # controller's socket still accepts, another application gets none.
         first, held = hog(args, 3)
@@ -317,6 +325,38 @@ def case_channel_budget(args):
             check(code == 0, f'third hog: {code} {out}')
         run_example(args, a, b)
     with_pair(args, body, nofile_a=700)
+
+
+def case_connection_limits(args):
+    def body(a, b):
+        idle = []
+        for _ in range(64):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.connect(sock(args, 'app-a'))
+            idle.append(s)
+        first = App([args.helper, 'contexts', sock(args, 'app-a')])
+        # Behind 64 silent connections it gets no answer, however long...
+        ready, _, _ = select.select([first.proc.stdout], [], [], 2)
+        check(not ready, 'an application was served while 64 connections awaited hello')
+        # ...until the daemon has closed them.
+        line = first.read_line(r'^contexts: ', timeout=30)
+        closed = [a.read_until(r'closed a connection from pid (\d+): no hello within 5 s')
+                  for _ in range(64)]
+        check(all(int(m.group(1)) == os.getpid() for m in closed),
+              'closed for want of hello: ' + ', '.join(m.group(0) for m in closed))
+        for s in idle:
+            s.settimeout(5)
+            check(s.recv(1024) == b'', 'a silent connection was answered')
+            s.close()
+        check(line == 'contexts: 256 open, then EBUSY', line)
+        second = App([args.helper, 'contexts', sock(args, 'app-a')])
+        line = second.read_line(r'^contexts: ')
+        check(line == 'contexts: 0 open, then EBUSY', f'another application: {line}')
+        for app in (second, first):
+            code, out = app.finish()
+            check(code == 0, f'contexts: exit {code}: {out}')
+        run_example(args, a, b)
+    with_pair(args, body)
 
 
 def case_app_killed(args):

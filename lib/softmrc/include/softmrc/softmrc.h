@@ -45,7 +45,9 @@ extern "C" {
 
 /* The library's API version, (major << 16) | minor. */
 uint32_t smrc_api_version(void);
-/* The library's version string, e.g. "softmrc 0.1.0 (api 1.0, protocol 1)". */
+/* The library's version string, e.g. "softmrc 0.1.0 (api 1.0, protocol 4)":
+ * the API version it implements and the version of the protocol it speaks
+ * to softmrcd (a daemon of another protocol version refuses it, EPROTO). */
 const char* smrc_version_string(void);
 
 /* Where smrc_open_device(NULL) connects: $SOFTMRC_SOCKET, else this. */
