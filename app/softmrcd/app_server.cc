@@ -11,8 +11,6 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,6 +67,7 @@ struct AppServer::Client {
   bool hello = false;
   uint64_t hello_by_ns = 0;  // closed if still without hello then
   bool refused = false;      // closed once its reply is sent
+  std::string denied;        // why it may not connect (app_group); empty: it may
   uint32_t next_id = 1;
   struct Cq {
     std::unique_ptr<AppCq> cq;
@@ -100,36 +99,16 @@ bool AppServer::setup(const Config& cfg,
                       ProfileResolver* profiles, std::string* err) {
   cfg_ = &cfg;
   profiles_ = profiles;
+  if (!access_.resolve("app_group", cfg.app_group, err)) return false;
   for (auto& t : endpoints) {
     const EndpointSpec& spec = cfg.endpoints[t->index()];
     if (spec.app_socket.empty()) continue;
     const std::string key = spec.key + ".app_socket";
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, spec.app_socket.c_str(), sizeof(addr.sun_path) - 1);
-    // A socket file left by a daemon that died is replaced; anything else
-    // at the path is not ours to remove.
-    struct stat st {};
-    if (::lstat(addr.sun_path, &st) == 0) {
-      if (!S_ISSOCK(st.st_mode)) {
-        *err = key + ": '" + spec.app_socket + "' exists and is not a socket";
-        return false;
-      }
-      const int probe = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-      const bool live = ::connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-      ::close(probe);
-      if (live) {
-        *err = key + ": '" + spec.app_socket + "' is in use by another daemon";
-        return false;
-      }
-      ::unlink(addr.sun_path);
-    }
     Listener l;
-    l.fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (l.fd < 0 || ::bind(l.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-        ::listen(l.fd, 16) != 0) {
-      *err = key + ": cannot listen on '" + spec.app_socket + "': " + std::strerror(errno);
-      if (l.fd >= 0) ::close(l.fd);
+    std::string why;
+    l.fd = listen_unix(spec.app_socket, SOCK_SEQPACKET, access_, &why);
+    if (l.fd < 0) {
+      *err = key + ": " + why;
       return false;
     }
     l.path = spec.app_socket;
@@ -144,8 +123,8 @@ bool AppServer::setup(const Config& cfg,
     l.stage = std::make_unique<AppStage>();
     l.stage->init(cfg.limits.max_qps, cfg.limits.max_regions);
     t->set_app_stage(l.stage.get());
-    std::printf("softmrcd: %s: applications connect to %s\n", spec.name.c_str(),
-                spec.app_socket.c_str());
+    std::printf("softmrcd: %s: applications connect to %s (%s)\n", spec.name.c_str(),
+                spec.app_socket.c_str(), access_.describe().c_str());
     listeners_.push_back(std::move(l));
   }
   // Each client holds a socket and each completion channel a pipe's write
@@ -311,10 +290,14 @@ void AppServer::accept_on(Listener& l, uint64_t now_ns) {
     c->fd = fd;
     c->hello_by_ns = now_ns + kHelloTimeoutNs;
     c->owner = next_owner_++;
-    ucred cred{};
-    socklen_t len = sizeof(cred);
-    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0)
-      c->pid = static_cast<uint32_t>(cred.pid);
+    // The socket's mode keeps others out; a mode opened up by mistake does not
+    // let them in: their first request gets EACCES.
+    uint32_t uid = 0;
+    if (!access_.allows(fd, &uid, &c->pid, &c->denied)) {
+      std::printf("softmrcd: %s: refused an application: %s\n",
+                  cfg_->endpoints[l.endpoint].name.c_str(), c->denied.c_str());
+      std::fflush(stdout);
+    }
     c->name = "app " + std::to_string(c->pid);
     c->l = &l;
     clients_.push_back(std::move(c));
@@ -359,6 +342,13 @@ bool AppServer::serve(Client& c) {
   if (st == 0 && fds.size() > 1) {
     st = EBADF;
     why = "more than one file descriptor";
+  }
+  std::string denial;
+  if (!c.denied.empty()) {
+    denial = "permission denied: " + c.denied;
+    st = EACCES;
+    why = denial.c_str();
+    c.refused = true;
   }
   if (st == 0 && !c.hello && req.type != uint16_t(MsgType::kHello)) {
     st = EPROTO;

@@ -47,6 +47,7 @@
 #include "softmrcd/config.h"
 #include "softmrcd/control_service.h"
 #include "softmrcd/profile_resolver.h"
+#include "softmrcd/unix_socket.h"
 
 namespace softmrc::softmrcd {
 
@@ -109,6 +110,7 @@ class AppServer : public ControlService {
   std::vector<std::unique_ptr<Client>> clients_;
   uint32_t next_owner_ = 1;
   size_t channel_budget_ = 0;  // what the descriptor limit leaves all clients' channels
+  SocketAccess access_;        // app_group
   struct Retired {
     Listener* l = nullptr;
     uint32_t owner = 0;

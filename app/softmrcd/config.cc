@@ -382,6 +382,7 @@ void read_root(const YAML::Node& root, Config* c) {
   c->control_socket = m.string("control_socket");
   c->control_group = m.string("control_group");
   c->control_state_file = m.string("control_state_file");
+  c->app_group = m.string("app_group");
   {
     Map mp(m.get("mempool"), "mempool");
     mp.uint("mbufs", 1023, 1u << 24, &c->mbufs);

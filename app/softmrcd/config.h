@@ -197,6 +197,9 @@ struct Config {
   std::string control_socket;
   std::string control_group;
   std::string control_state_file;
+  // Besides root, the group whose members may use the endpoints'
+  // app_sockets (empty: root only).
+  std::string app_group;
 
   uint32_t num_planes() const {
     return endpoints.empty() ? 0 : uint32_t(endpoints[0].planes.size());

@@ -2,12 +2,9 @@
 #include "softmrcd/control_server.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -84,16 +81,7 @@ ControlServer::~ControlServer() {
 
 bool ControlServer::open(std::string* err) {
   const Config& cfg = d_.config();
-  if (!cfg.control_group.empty()) {
-    const group* g = getgrnam(cfg.control_group.c_str());
-    if (g == nullptr) {
-      *err = "control_group: no group named '" + cfg.control_group + "'";
-      return false;
-    }
-    gid_ = g->gr_gid;
-    has_group_ = true;
-    group_ = cfg.control_group;
-  }
+  if (!access_.resolve("control_group", cfg.control_group, err)) return false;
   for (auto& e : d_.endpoints()) {
     const std::string name = "smrcd_ctl" + std::to_string(e->index());
     rte_ring* r =
@@ -114,38 +102,13 @@ bool ControlServer::open(std::string* err) {
 
   path_ = cfg.control_socket.empty() ? std::string(rte_eal_get_runtime_dir()) + "/smrcctl.sock"
                                      : cfg.control_socket;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path_.size() >= sizeof(addr.sun_path)) {
-    *err = "control_socket: '" + path_ + "' is longer than a UNIX socket path may be";
+  std::string why;
+  listen_fd_ = listen_unix(path_, SOCK_STREAM, access_, &why);
+  if (listen_fd_ < 0) {
+    *err = "control_socket: " + why;
     return false;
   }
-  std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
-  // A socket left by a daemon that died is replaced; one that answers is
-  // another daemon's.
-  const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (probe >= 0) {
-    const bool live = ::connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    ::close(probe);
-    if (live) {
-      *err = "control_socket: '" + path_ + "' is in use by another process";
-      return false;
-    }
-  }
-  struct stat st {};
-  if (::lstat(path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path_.c_str());
-  listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  const mode_t old = ::umask(0117);  // 0660 from the start, no window
-  const bool bound =
-      listen_fd_ >= 0 && ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::umask(old);
-  if (!bound || ::listen(listen_fd_, 16) != 0 ||
-      ::chown(path_.c_str(), 0, has_group_ ? gid_ : 0) != 0 || ::chmod(path_.c_str(), 0660) != 0) {
-    *err = "control_socket: cannot listen on '" + path_ + "': " + std::strerror(errno);
-    return false;
-  }
-  std::printf("softmrcd: control socket %s (root%s)\n", path_.c_str(),
-              has_group_ ? (" and group " + group_).c_str() : " only");
+  std::printf("softmrcd: control socket %s (%s)\n", path_.c_str(), access_.describe().c_str());
   std::fflush(stdout);
   return true;
 }
@@ -189,28 +152,6 @@ void ControlServer::step(const pollfd* ready, size_t count, uint64_t now) {
   });
 }
 
-bool ControlServer::peer_allowed(int fd, uint32_t* uid, std::string* why) const {
-  ucred cred{};
-  socklen_t len = sizeof(cred);
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-    *why = std::string("cannot read the peer's credentials: ") + std::strerror(errno);
-    return false;
-  }
-  *uid = cred.uid;
-  if (cred.uid == 0) return true;
-  if (has_group_) {
-    if (cred.gid == gid_) return true;
-    gid_t groups[256];
-    socklen_t glen = sizeof(groups);
-    if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) == 0)
-      for (size_t i = 0; i < glen / sizeof(gid_t); ++i)
-        if (groups[i] == gid_) return true;
-  }
-  *why = "uid " + std::to_string(cred.uid) + " (pid " + std::to_string(cred.pid) + ") is not root" +
-         (has_group_ ? " and not in group '" + group_ + "'" : " (control_group is not set)");
-  return false;
-}
-
 void ControlServer::accept_clients() {
   for (;;) {
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -218,7 +159,8 @@ void ControlServer::accept_clients() {
     Client c;
     c.fd = fd;
     std::string why;
-    if (!peer_allowed(fd, &c.uid, &why)) {
+    uint32_t pid = 0;
+    if (!access_.allows(fd, &c.uid, &pid, &why)) {
       ++refused_;
       std::printf("softmrcd: control: refused a connection: %s\n", why.c_str());
       std::fflush(stdout);

@@ -35,6 +35,7 @@
 #include "softmrcd/control_events.h"
 #include "softmrcd/control_service.h"
 #include "softmrcd/profile_resolver.h"
+#include "softmrcd/unix_socket.h"
 
 namespace softmrc::softmrcd {
 
@@ -85,7 +86,6 @@ class ControlServer : public ControlService, public ProfileResolver {
   using Words = std::vector<std::string>;
 
   void accept_clients();
-  bool peer_allowed(int fd, uint32_t* uid, std::string* why) const;
   void read_client(Client& c, uint64_t now);
   void write_client(Client& c);
   void handle(Client& c, const std::string& line, uint64_t now);
@@ -121,9 +121,7 @@ class ControlServer : public ControlService, public ProfileResolver {
   Daemon& d_;
   int listen_fd_ = -1;
   std::string path_;
-  uint32_t gid_ = 0;
-  bool has_group_ = false;
-  std::string group_;
+  SocketAccess access_;  // control_group
   control::Registry profiles_;
   std::vector<Client> clients_;
   std::vector<rte_ring*> rings_;         // per hosted endpoint

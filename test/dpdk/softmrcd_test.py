@@ -935,6 +935,11 @@ BAD_SETUPS = [
     ('one_lcore', lambda c: None, '0',
      'EAL -l: the main lcore 0 runs the control thread; softmrcd needs at least one more '
      '(e.g. -l 0-1)', 'softmrcd needs at least one more (e.g. -l 0-1)'),
+    ('app_group', lambda c: c.update(app_group='nosuchgroup'), '0-1',
+     "app_group: no group named 'nosuchgroup'", "no group named '<name>'"),
+    ('app_socket_not_socket', lambda c: c['endpoints'][0].update(app_socket=os.devnull), '0-1',
+     f"endpoints[0].app_socket: '{os.devnull}' exists and is not a socket",
+     "'<path>' exists and is not a socket"),
     ('bad_device', lambda c: (c.pop('links'), [p.update(port='net_nosuchdriver0')
                                                for e in c['endpoints'] for p in e['planes']]),
      '0-1', "endpoints[0].planes[0].port: cannot probe 'net_nosuchdriver0': ",

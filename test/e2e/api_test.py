@@ -36,6 +36,12 @@ programs written against libsoftmrc. One --case per test:
                        controller still answers, another application gets
                        none; they come back when it dies, and when it
                        destroys them; the example runs afterwards
+  app_permission       app_group: adm on both daemons: their sockets are
+                       0660 root:adm, the example runs as nobody in adm,
+                       nobody outside adm cannot connect (EACCES), nor
+                       after the socket's mode was opened up (the daemon
+                       checks the peer: EACCES, logged); another daemon
+                       cannot take a's socket
   connection_limits    64 connections to daemon a that never say hello:
                        an application waits behind them until the daemon
                        closes each after 5 s (logged, with the pid), then
@@ -218,9 +224,15 @@ def connect(x, y):
     return int(lx.split()[0])
 
 
-def run_example(args, a, b):
-    rx = App([args.example, 'receiver', sock(args, 'app-a')])
-    tx = App([args.example, 'sender', sock(args, 'app-b')])
+NOBODY = ['setpriv', '--reuid=nobody', '--regid=nogroup']
+
+
+def run_example(args, a, b, user=()):
+    """The example between the daemons; `user`: setpriv's options to run
+    both sides as nobody."""
+    runs_as = NOBODY + list(user) if user else []
+    rx = App(runs_as + [args.example, 'receiver', sock(args, 'app-a')])
+    tx = App(runs_as + [args.example, 'sender', sock(args, 'app-b')])
     connect(rx, tx)
     code_tx, out_tx = tx.finish()
     code_rx, out_rx = rx.finish()
@@ -267,7 +279,55 @@ def with_pair(args, body, extra=None, nofile_a=None):
 
 
 def case_example(args):
-    with_pair(args, lambda a, b: run_example(args, a, b))
+    def body(a, b):
+        for me in ('a', 'b'):  # root's alone by default
+            st = os.stat(sock(args, f'app-{me}'))
+            check(st.st_mode & 0o777 == 0o660 and st.st_uid == 0 and st.st_gid == 0,
+                  f'app-{me}.sock: mode {st.st_mode & 0o777:o}, owner {st.st_uid}:{st.st_gid}')
+        run_example(args, a, b)
+    with_pair(args, body)
+
+
+def contexts_as_nobody(args, groups):
+    """What `api_helper contexts` on daemon a says, run as nobody with
+    setpriv's `groups` option."""
+    app = App(NOBODY + [groups, args.helper, 'contexts', sock(args, 'app-a')])
+    line = app.read_line(r'^contexts: ')
+    code, out = app.finish()
+    check(code == 0, f'contexts as nobody: exit {code}: {out}')
+    return line
+
+
+def case_app_permission(args):
+    def body(a, b):
+        for me, d in (('a', a), ('b', b)):
+            st = os.stat(sock(args, f'app-{me}'))
+            check(st.st_mode & 0o777 == 0o660 and st.st_uid == 0 and st.st_gid == 4,
+                  f'app-{me}.sock: mode {st.st_mode & 0o777:o}, owner {st.st_uid}:{st.st_gid}')
+            check(any(l.endswith(f'applications connect to {sock(args, "app-" + me)} '
+                                 '(root and group adm)') for l in d.lines),
+                  f'no line saying who may connect to daemon {me}')
+        run_example(args, a, b, user=['--groups=adm'])
+        line = contexts_as_nobody(args, '--clear-groups')
+        check(line == 'contexts: 0 open, then EACCES', f'nobody outside adm: {line}')
+        # A mistake: the socket opened to all. The daemon still checks who
+        # connects, and says why.
+        os.chmod(sock(args, 'app-a'), 0o666)
+        line = contexts_as_nobody(args, '--clear-groups')
+        check(line == 'contexts: 0 open, then EACCES', f'nobody, socket 0666: {line}')
+        a.read_until(r"softmrcd: a: refused an application: uid 65534 \(pid \d+\) is not root "
+                     r"and not in group 'adm'")
+        line = contexts_as_nobody(args, '--groups=adm')
+        check(line == 'contexts: 256 open, then EBUSY', f'nobody in adm: {line}')
+        # Another daemon on a's socket: refused, the socket left to a.
+        other = Daemon(args, f'api_{args.case}_c', config(
+            args, 'a', ports=[f'net_null{p}' for p in range(PLANES)],
+            extra={'control_socket': 'none'}))
+        code, _, err = other.run(timeout=30)
+        want = f"endpoints[0].app_socket: '{sock(args, 'app-a')}' is in use by another process"
+        check(code == 2 and err.strip().endswith(want), f'a second daemon: exit {code}: {err}')
+        run_example(args, a, b, user=['--groups=adm'])
+    with_pair(args, body, extra={'app_group': 'adm'})
 
 
 def case_misuse(args):
