@@ -152,6 +152,13 @@ bool AppServer::setup(const Config& cfg,
   return true;
 }
 
+AppServer::Counters AppServer::counters() const {
+  Counters c = counted_;
+  c.connected = clients_.size();
+  c.serving = clients_.size() - greeting();
+  return c;
+}
+
 size_t AppServer::greeting() const {
   return static_cast<size_t>(
       std::count_if(clients_.begin(), clients_.end(), [](const auto& c) { return !c->hello; }));
@@ -181,6 +188,7 @@ void AppServer::step(const pollfd* ready, size_t count, uint64_t now_ns) {
                 cfg_->endpoints[c->l->endpoint].name.c_str(), c->pid,
                 static_cast<unsigned long long>(kHelloTimeoutNs / 1'000'000'000));
     std::fflush(stdout);
+    ++counted_.hello_timeouts;
     gone.push_back(c.get());
   }
   for (Client* c : gone) drop(*c);
@@ -289,11 +297,13 @@ void AppServer::accept_on(Listener& l, uint64_t now_ns) {
     auto c = std::make_unique<Client>();
     c->fd = fd;
     c->hello_by_ns = now_ns + kHelloTimeoutNs;
+    ++counted_.connections;
     c->owner = next_owner_++;
     // The socket's mode keeps others out; a mode opened up by mistake does not
     // let them in: their first request gets EACCES.
     uint32_t uid = 0;
     if (!access_.allows(fd, &uid, &c->pid, &c->denied)) {
+      ++counted_.refused;
       std::printf("softmrcd: %s: refused an application: %s\n",
                   cfg_->endpoints[l.endpoint].name.c_str(), c->denied.c_str());
       std::fflush(stdout);
@@ -398,9 +408,11 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       if (!c.hello && std::count_if(clients_.begin(), clients_.end(),
                                     [](const auto& o) { return o->hello; }) >= kMaxClients) {
         c.refused = true;
+        ++counted_.busy;
         return refuse(rep, EBUSY, "softmrcd serves as many applications as it may (256)");
       }
       c.hello = true;
+      ++counted_.served;
       shm::HelloRep& h = rep->u.hello_rep;
       std::snprintf(h.name, sizeof(h.name), "%s", spec.name.c_str());
       gid_of(spec, h.gid);
@@ -804,6 +816,7 @@ void AppServer::drop(Client& c) {
       t.framer().retire_extbuf_region(static_cast<const uint8_t*>(r.mem.addr));
     }
   });
+  ++counted_.gone;
   for (auto& [qpn, q] : c.qps) profiles_->detach_qp(c.l->endpoint, qpn);
   std::printf("softmrcd: %s: application %u went away: %zu QPs destroyed, %zu regions freed\n",
               cfg_->endpoints[c.l->endpoint].name.c_str(), c.owner, c.qps.size(), c.regions.size());

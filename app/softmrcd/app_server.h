@@ -64,6 +64,20 @@ class AppServer : public ControlService {
              ProfileResolver* profiles, std::string* err);
   bool empty() const { return listeners_.empty(); }
 
+  // What became of the connections to the application sockets (smrcctl
+  // stats: `applications`).
+  struct Counters {
+    uint64_t connected = 0;       // now, hello or not
+    uint64_t serving = 0;         // now, through hello
+    uint64_t connections = 0;     // accepted since the start
+    uint64_t served = 0;          // hellos answered OK
+    uint64_t refused = 0;         // neither root nor in app_group: EACCES
+    uint64_t busy = 0;            // hellos beyond the 256 served: EBUSY
+    uint64_t hello_timeouts = 0;  // closed without a hello
+    uint64_t gone = 0;            // served applications that went away
+  };
+  Counters counters() const;
+
   void add_fds(std::vector<pollfd>* fds) override;
   void step(const pollfd* ready, size_t count, uint64_t now_ns) override;
   void close() override;
@@ -111,6 +125,7 @@ class AppServer : public ControlService {
   uint32_t next_owner_ = 1;
   size_t channel_budget_ = 0;  // what the descriptor limit leaves all clients' channels
   SocketAccess access_;        // app_group
+  Counters counted_;           // the totals; the gauges are counted on demand
   struct Retired {
     Listener* l = nullptr;
     uint32_t owner = 0;

@@ -657,6 +657,19 @@ void ControlServer::stats_cmd(Client& c, const Words& w) {
   ctl.set("events_lost", events_lost_);
   ctl.set("subscriber_drops", subscriber_drops_);
   o.set("control", std::move(ctl));
+  if (apps_ != nullptr) {
+    const AppServer::Counters n = apps_->counters();
+    Json a = Json::object();
+    a.set("connected", n.connected);
+    a.set("serving", n.serving);
+    a.set("connections", n.connections);
+    a.set("served", n.served);
+    a.set("refused", n.refused);
+    a.set("busy", n.busy);
+    a.set("hello_timeouts", n.hello_timeouts);
+    a.set("gone", n.gone);
+    o.set("applications", std::move(a));
+  }
   reply(c, std::move(o));
 }
 

@@ -32,6 +32,7 @@
 
 #include "control/json.h"
 #include "control/profiles.h"
+#include "softmrcd/app_server.h"
 #include "softmrcd/control_events.h"
 #include "softmrcd/control_service.h"
 #include "softmrcd/profile_resolver.h"
@@ -57,6 +58,9 @@ class ControlServer : public ControlService, public ProfileResolver {
   // Setup, after the daemon's endpoints and traffic exist and before the
   // lcores start: the socket, the declared profiles, the state file.
   bool open(std::string* err);
+  // The application server whose counters `stats` shows; it outlives
+  // every request (the services are destroyed after the lcores stop).
+  void set_app_server(const AppServer* apps) { apps_ = apps; }
 
   void add_fds(std::vector<pollfd>* fds) override;
   void step(const pollfd* ready, size_t count, uint64_t now_ns) override;
@@ -121,7 +125,8 @@ class ControlServer : public ControlService, public ProfileResolver {
   Daemon& d_;
   int listen_fd_ = -1;
   std::string path_;
-  SocketAccess access_;  // control_group
+  SocketAccess access_;              // control_group
+  const AppServer* apps_ = nullptr;  // for stats; none without app sockets
   control::Registry profiles_;
   std::vector<Client> clients_;
   std::vector<rte_ring*> rings_;         // per hosted endpoint

@@ -106,8 +106,10 @@ bool Daemon::setup(const Config& cfg, const Options& opt, std::string* err) {
   add_service(std::move(control));
   if (auto apps = std::make_unique<AppServer>(); !apps->setup(cfg_, endpoints_, &resolver, err))
     return false;
-  else if (!apps->empty())
+  else if (!apps->empty()) {
+    resolver.set_app_server(apps.get());
     add_service(std::move(apps));
+  }
   for (auto& e : endpoints_)
     if (!e->start(err)) return false;
   return resolver.open(err);

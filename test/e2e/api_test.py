@@ -317,6 +317,7 @@ def case_app_permission(args):
         check(line == 'contexts: 0 open, then EACCES', f'nobody, socket 0666: {line}')
         a.read_until(r"softmrcd: a: refused an application: uid 65534 \(pid \d+\) is not root "
                      r"and not in group 'adm'")
+        check(ctl(args, 'a', 'stats')['applications']['refused'] == 1, 'refusal not counted')
         line = contexts_as_nobody(args, '--groups=adm')
         check(line == 'contexts: 256 open, then EBUSY', f'nobody in adm: {line}')
         # Another daemon on a's socket: refused, the socket left to a.
@@ -412,9 +413,15 @@ def case_connection_limits(args):
         second = App([args.helper, 'contexts', sock(args, 'app-a')])
         line = second.read_line(r'^contexts: ')
         check(line == 'contexts: 0 open, then EBUSY', f'another application: {line}')
+        counted = ctl(args, 'a', 'stats')['applications']
+        want = {'connected': 256, 'serving': 256, 'connections': 64 + 257 + 1, 'served': 256,
+                'refused': 0, 'busy': 2, 'hello_timeouts': 64, 'gone': 0}
+        check(counted == want, f'smrcctl stats: applications {counted}, want {want}')
         for app in (second, first):
             code, out = app.finish()
             check(code == 0, f'contexts: exit {code}: {out}')
+        wait_for('the 256 applications gone', lambda: ctl(args, 'a', 'stats')['applications'][
+            'gone'] == 256)
         run_example(args, a, b)
     with_pair(args, body)
 
