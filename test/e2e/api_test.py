@@ -14,7 +14,10 @@ programs written against libsoftmrc. One --case per test:
   app_killed           an application streaming Writes is SIGKILLed: its daemon
                        frees what it had and serves the example afterwards
   daemon_killed        the daemon is SIGKILLed under a blocked application:
-                       every call fails with ENOTCONN, nothing hangs
+                       every call fails with ENOTCONN, nothing hangs; the
+                       socket files it left (application, controller,
+                       memif servers) are replaced by a new pair, which
+                       runs the example
   profiles             an application QP on a profile made with smrcctl: ids
                        refused while it is not ONLINE, the QP's EVs are the
                        profile's, the profile cannot go OFFLINE while used
@@ -474,6 +477,22 @@ def case_daemon_killed(args):
         print(out, end='')
         check(code == 0 and 'FAIL' not in out, f'daemon_dies exit {code}:\n{out}')
         print(f'the application saw the daemon go in {time.monotonic() - t0:.2f} s')
+        # Its socket files stay behind (the applications', the controller's
+        # and its memif servers'): a new pair replaces them and serves.
+        stop(b)
+        stale = ['app-a', 'ctl-a'] + [f'memif-p{p}' for p in range(PLANES)]
+        for name in stale:
+            check(os.path.exists(sock(args, name)), f'{name}.sock went with its daemon')
+        a2 = b2 = None
+        try:
+            a2 = start_daemon(args, 'a')
+            b2 = start_daemon(args, 'b')
+            wait_planes_in_use(a2, 'a')
+            wait_planes_in_use(b2, 'b')
+            run_example(args, a2, b2)
+            check(ctl(args, 'a', 'stats')['applications']['gone'] == 1, 'the new daemon: stats')
+        finally:
+            stop(a2, b2)
     with_pair(args, body)
 
 

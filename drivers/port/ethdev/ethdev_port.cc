@@ -7,8 +7,14 @@
 #include <rte_errno.h>
 #include <rte_kvargs.h>
 #include <rte_malloc.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <vector>
 
 namespace softmrc::port {
@@ -42,6 +48,35 @@ bool memif_server(const rte_device* dev) {
   return server;
 }
 
+// A memif server with a socket file (socket-abstract=no) cannot bind over
+// the file a process that died left behind ("Address already in use"), so
+// such a file, a socket nothing answers on, is removed first. Anything
+// else at the path is left for the probe to report.
+void remove_stale_memif_socket(const std::string& spec) {
+  const size_t comma = spec.find(',');
+  if (!spec.starts_with("net_memif") || comma == std::string::npos) return;
+  rte_kvargs* kv = rte_kvargs_parse(spec.c_str() + comma + 1, nullptr);
+  if (kv == nullptr) return;
+  const char* role = rte_kvargs_get(kv, "role");
+  const char* abstract = rte_kvargs_get(kv, "socket-abstract");
+  const char* socket = rte_kvargs_get(kv, "socket");
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string path = socket != nullptr ? socket : "/run/memif.sock";  // memif's default
+  const bool file = role != nullptr && std::string_view(role) == "server" && abstract != nullptr &&
+                    std::string_view(abstract) == "no" && path.size() < sizeof(addr.sun_path);
+  rte_kvargs_free(kv);
+  struct stat st {};
+  if (!file || ::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int probe = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (probe < 0) return;
+  const bool refused = ::connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 &&
+                       errno == ECONNREFUSED;
+  ::close(probe);
+  if (refused) ::unlink(path.c_str());
+}
+
 }  // namespace
 
 EthdevPort::~EthdevPort() {
@@ -55,6 +90,7 @@ bool EthdevPort::attach(const std::string& spec, uint16_t* port_id, std::string*
     return false;
   }
   if (rte_eth_dev_get_port_by_name(name.c_str(), port_id) == 0) return true;
+  remove_stale_memif_socket(spec);
   const int ret = rte_dev_probe(spec.c_str());
   if (ret < 0) {
     *err = "cannot probe '" + spec + "': " + errno_text(ret);
