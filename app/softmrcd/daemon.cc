@@ -298,9 +298,6 @@ int Daemon::lcore_main(void* arg) {
 
 int Daemon::run() {
   on_stop_signals(&Daemon::on_signal);
-  // A wake-up written into the pipe of an application that went away
-  // fails with EPIPE instead of ending the daemon.
-  std::signal(SIGPIPE, SIG_IGN);
 
   started_ns_ = clock_.now_ns();
   last_log_ns_ = started_ns_;

@@ -59,6 +59,8 @@ void on_stop_signals(void (*handler)(int)) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &sa, nullptr);
 }
 
 bool pick_worker_lcore(int wanted, const std::string& key, const char* program, int* out,

@@ -92,6 +92,7 @@ void ports_report(Daemon& d, int only, Report* out) {
       rte_eth_link link{};
       rte_eth_link_get_nowait(port.port_id(), &link);
       r.num("link_up", link.link_status == RTE_ETH_LINK_UP);
+      r.num("reconnects", port.reconnects());
       rte_eth_stats st{};
       port.stats(&st);
       add_port_counters(st, &r);

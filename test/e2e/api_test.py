@@ -18,6 +18,10 @@ programs written against libsoftmrc. One --case per test:
                        socket files it left (application, controller,
                        memif servers) are replaced by a new pair, which
                        runs the example
+  server_restarts      daemon a, every plane's memif server, stops (SIGTERM)
+                       and starts again, twice: b's memif clients reconnect
+                       by themselves (/softmrc/ports reconnects), every
+                       plane of b is in use again and the example runs
   profiles             an application QP on a profile made with smrcctl: ids
                        refused while it is not ONLINE, the QP's EVs are the
                        profile's, the profile cannot go OFFLINE while used
@@ -493,6 +497,30 @@ def case_daemon_killed(args):
             check(ctl(args, 'a', 'stats')['applications']['gone'] == 1, 'the new daemon: stats')
         finally:
             stop(a2, b2)
+    with_pair(args, body)
+
+
+def case_server_restarts(args):
+    def body(a, b):
+        t = Telemetry(telemetry_socket(b.prefix))
+        wait_planes_in_use(b, 'b')  # so that each goes down once
+        server = a
+        try:
+            for turn in (1, 2):
+                stop(server)
+                down = set()  # the planes go down in any order
+                while len(down) < PLANES:
+                    down.add(b.read_until(r'b plane (\d+) down \(peer closing\)').group(1))
+                server = start_daemon(args, 'a')
+                wait_planes_in_use(server, 'a')
+                wait_planes_in_use(b, 'b')
+                ports = t.query('/softmrc/ports,b')
+                check(all(r['reconnects'] >= turn for r in ports.values()),
+                      f'turn {turn}: reconnects {ports}')
+                run_example(args, server, b)
+        finally:
+            if server is not a:
+                stop(server)
     with_pair(args, body)
 
 

@@ -30,6 +30,10 @@ std::string device_name(const std::string& spec) {
   return spec.substr(0, spec.find(','));
 }
 
+uint64_t tsc_of_us(uint64_t us) {
+  return us * rte_get_tsc_hz() / 1'000'000;
+}
+
 // How often close_all() re-reads a link it waits on, and how long it lets
 // the interrupt thread finish a peer's disconnect once the link is down.
 constexpr unsigned kPeerPollUs = 1'000;
@@ -194,7 +198,7 @@ bool EthdevPort::open(uint16_t port_id, const EthdevPortConfig& cfg, std::string
     }
   }
   const uint64_t poll_us = lsc_ ? std::max(cfg.link_poll_us, kLinkBackstopUs) : cfg.link_poll_us;
-  link_poll_tsc_ = poll_us * rte_get_tsc_hz() / 1'000'000;
+  link_poll_tsc_ = tsc_of_us(poll_us);
   return true;
 }
 
@@ -206,6 +210,9 @@ bool EthdevPort::start(std::string* err) {
   started_ = true;
   read_link();
   next_link_poll_tsc_ = rte_rdtsc() + link_poll_tsc_;
+  // The first handshake is not cut short by a reconnect.
+  reconnect_wait_tsc_ = tsc_of_us(kReconnectFirstUs);
+  next_reconnect_tsc_ = rte_rdtsc() + tsc_of_us(kReconnectMaxUs);
   return true;
 }
 
@@ -247,7 +254,7 @@ void EthdevPort::close_all(std::span<EthdevPort* const> ports) {
     p->bye_owed_ = !p->kept_off_;
     waiting.push_back(p);
   }
-  const uint64_t deadline = rte_rdtsc() + kPeerCloseWaitUs * rte_get_tsc_hz() / 1'000'000;
+  const uint64_t deadline = rte_rdtsc() + tsc_of_us(kPeerCloseWaitUs);
   bool saw_down = false;
   while (!waiting.empty() && rte_rdtsc() < deadline) {
     std::erase_if(waiting, [&](EthdevPort* p) {
@@ -306,13 +313,13 @@ void EthdevPort::on_farewell(Farewell kind) {
   if (closing_ && link_end_ == LinkEnd::kClient) return;
   if (kept_off_) return;
   ack_owed_ = !send_farewell(Farewell::kByeAck);
-  kept_off_ = true;
+  kept_off_ = off_ = true;
   peer_gone_ = false;
   next_link_poll_tsc_ = 0;  // the endpoint hears of it at its next poll_link()
 }
 
 uint16_t EthdevPort::keep_off() {
-  if (ack_owed_) ack_owed_ = !send_farewell(Farewell::kByeAck);
+  if (ack_owed_ && !restarting_) ack_owed_ = !send_farewell(Farewell::kByeAck);
   return 0;
 }
 
@@ -340,10 +347,17 @@ bool EthdevPort::read_link() {
   rte_eth_link link;
   if (rte_eth_link_get_nowait(port_id_, &link) != 0) return false;
   bool up = link.link_status == RTE_ETH_LINK_UP;
+  if (up != link_raw_up_) {
+    link_raw_up_ = up;
+    // A client reconnects soon after its link went down, then less often.
+    reconnect_wait_tsc_ = tsc_of_us(kReconnectFirstUs);
+    next_reconnect_tsc_ = rte_rdtsc() + reconnect_wait_tsc_;
+  }
   if (kept_off_) {
     // Kept off until the peer has gone and a new one connected.
     peer_gone_ = peer_gone_ || !up;
     if (up && peer_gone_) kept_off_ = peer_gone_ = ack_owed_ = false;
+    off_ = kept_off_ || restarting_;
     up = up && !kept_off_;
   }
   const bool changed = up != link_up_;
@@ -354,12 +368,36 @@ bool EthdevPort::read_link() {
 bool EthdevPort::poll_link(uint64_t now_tsc) {
   if (lsc_ && link_event_.load(std::memory_order_relaxed)) {
     link_event_.store(false, std::memory_order_relaxed);
-    next_link_poll_tsc_ = now_tsc + link_poll_tsc_;
-    return read_link();
+  } else if (now_tsc < next_link_poll_tsc_) {
+    return false;
   }
-  if (now_tsc < next_link_poll_tsc_) return false;
   next_link_poll_tsc_ = now_tsc + link_poll_tsc_;
-  return read_link();
+  const bool changed = read_link();
+  if (link_end_ == LinkEnd::kClient && !link_raw_up_ && now_tsc >= next_reconnect_tsc_)
+    reconnect(now_tsc);
+  return changed;
+}
+
+void EthdevPort::reconnect(uint64_t now_tsc) {
+  const uint64_t most = tsc_of_us(kReconnectMaxUs);
+  if (started_) {
+    rte_eth_dev_stop(port_id_);
+    started_ = false;
+  }
+  restarting_ = off_ = true;
+  // Fails while nothing listens on the server's socket (memif logs it).
+  if (rte_eth_dev_start(port_id_) == 0) {
+    started_ = true;
+    restarting_ = false;
+    off_ = kept_off_;
+    reconnects_.fetch_add(1, std::memory_order_relaxed);
+    // Connected: the handshake brings the link up; a failed one is
+    // retried after the longest interval.
+    reconnect_wait_tsc_ = most;
+  } else {
+    reconnect_wait_tsc_ = std::min(reconnect_wait_tsc_ * 2, most);
+  }
+  next_reconnect_tsc_ = now_tsc + reconnect_wait_tsc_;
 }
 
 bool EthdevPort::set_admin_up(bool up) {

@@ -12,6 +12,13 @@
 // lcore that owns the port. The link-status interrupt callback runs on
 // DPDK's interrupt thread and only raises an atomic flag; stats() and
 // set_admin_up() are control-path calls DPDK allows beside the bursts.
+//
+// DPDK's memif client connects to its server only when the port starts.
+// So that a link comes back when its server does (a peer daemon or
+// smrc-fabric restarted), poll_link() restarts a net_memif client port
+// whose link is down, on the owning lcore, at growing intervals
+// (kReconnectFirstUs doubling to kReconnectMaxUs); no burst reaches the
+// port meanwhile.
 #pragma once
 
 #include <rte_ethdev.h>
@@ -41,6 +48,8 @@ class EthdevPort {
  public:
   static constexpr uint64_t kLinkBackstopUs = 10'000;
   static constexpr uint64_t kPeerCloseWaitUs = 1'000'000;
+  static constexpr uint64_t kReconnectFirstUs = 100'000;
+  static constexpr uint64_t kReconnectMaxUs = 3'200'000;
 
   EthdevPort() = default;
   EthdevPort(const EthdevPort&) = delete;
@@ -69,14 +78,15 @@ class EthdevPort {
   const std::string& driver() const { return driver_; }
   bool link_interrupt() const { return lsc_; }
 
-  // No burst reaches a link the peer is closing (farewell.h).
+  // No burst reaches a link the peer is closing (farewell.h), nor a port
+  // stopped to reconnect.
   uint16_t rx_burst(rte_mbuf** pkts, uint16_t n) {
-    if (kept_off_) [[unlikely]]
+    if (off_) [[unlikely]]
       return keep_off();
     return rte_eth_rx_burst(port_id_, 0, pkts, n);
   }
   uint16_t tx_burst(rte_mbuf** pkts, uint16_t n) {
-    if (kept_off_) [[unlikely]]
+    if (off_) [[unlikely]]
       return keep_off();
     return rte_eth_tx_burst(port_id_, 0, pkts, n);
   }
@@ -91,6 +101,9 @@ class EthdevPort {
   // The link is down to us because its peer said farewell, not (yet) for
   // the PMD.
   bool peer_closing() const { return kept_off_; }
+  // Restarts of a memif client that brought its link back (on the owning
+  // lcore's side).
+  uint64_t reconnects() const { return reconnects_.load(std::memory_order_relaxed); }
 
   // Test and benchmark hooks: functions DPDK runs inside every RX (after
   // the PMD) or TX (before the PMD) burst of the port, on the polling lcore.
@@ -123,6 +136,9 @@ class EthdevPort {
   // ring had no room for. Returns 0.
   uint16_t keep_off();
   bool read_link();
+  // A memif client with its link down: stops the port and starts it again
+  // (a connect to the server), at most once per reconnect interval.
+  void reconnect(uint64_t now_tsc);
 
   uint16_t port_id_ = RTE_MAX_ETHPORTS;
   std::string name_;
@@ -136,6 +152,12 @@ class EthdevPort {
   // too): removed and freed in close().
   std::vector<const rte_eth_rxtx_callback*> rx_callbacks_;
   std::vector<const rte_eth_rxtx_callback*> tx_callbacks_;
+  bool off_ = false;                 // kept_off_ or restarting_: no bursts
+  bool restarting_ = false;          // stopped to reconnect; started again when its server answers
+  bool link_raw_up_ = false;         // the PMD's link state, whatever the farewell says
+  uint64_t reconnect_wait_tsc_ = 0;  // the interval now, doubling to kReconnectMaxUs
+  uint64_t next_reconnect_tsc_ = 0;
+  std::atomic<uint64_t> reconnects_{0};
   bool kept_off_ = false;    // the peer said BYE: no bursts
   bool ack_owed_ = false;    // ... and our BYE_ACK is not sent yet
   bool peer_gone_ = false;   // ... and the link has gone down since
