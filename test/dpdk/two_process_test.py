@@ -178,7 +178,8 @@ def memif_pair(args, case, planes, traffic):
     a = daemon(args, case, 'a', [memif_port(p, 'server', socks[p]) for p in range(planes)],
                traffic).start()
     try:
-        # A memif client's port fails to start without its server's socket.
+        # Server first: a memif client started first would wait for it
+        # (reconnecting at growing intervals), and the test with it.
         wait_for('the memif servers\' sockets', lambda: a._read(0.05) and all(map(os.path.exists,
                                                                             socks)),
                  timeout=10, output=a.output())

@@ -21,7 +21,8 @@ programs written against libsoftmrc. One --case per test:
   server_restarts      daemon a, every plane's memif server, stops (SIGTERM)
                        and starts again, twice: b's memif clients reconnect
                        by themselves (/softmrc/ports reconnects), every
-                       plane of b is in use again and the example runs
+                       plane of b is in use again and the example runs;
+                       then b starts before a and waits for it
   profiles             an application QP on a profile made with smrcctl: ids
                        refused while it is not ONLINE, the QP's EVs are the
                        profile's, the profile cannot go OFFLINE while used
@@ -129,7 +130,8 @@ def start_pair(args, qp=None, extra=None, nofile_a=None):
             os.unlink(path)
     a = start_daemon(args, 'a', qp, extra, nofile=nofile_a)
     try:
-        # A memif client's port fails to start without its server's socket.
+        # Server first: a memif client started first would wait for it
+        # (reconnecting at growing intervals), and the test with it.
         deadline = time.monotonic() + 10
         while not all(os.path.exists(sock(args, f'memif-p{p}')) for p in range(PLANES)):
             check(time.monotonic() < deadline, 'no memif server sockets' + outputs(a))
@@ -504,7 +506,7 @@ def case_server_restarts(args):
     def body(a, b):
         t = Telemetry(telemetry_socket(b.prefix))
         wait_planes_in_use(b, 'b')  # so that each goes down once
-        server = a
+        server, client = a, b
         try:
             for turn in (1, 2):
                 stop(server)
@@ -518,9 +520,23 @@ def case_server_restarts(args):
                 check(all(r['reconnects'] >= turn for r in ports.values()),
                       f'turn {turn}: reconnects {ports}')
                 run_example(args, server, b)
+            # A client started before its server waits for it.
+            stop(server, b)
+            server = client = start_daemon(args, 'b')
+            time.sleep(0.5)
+            client._read(0.1)
+            check(all(any(f'b plane {p} down (link down at start)' in line for line in client.lines)
+                      for p in range(PLANES)), 'planes up without a server', client.output())
+            check(client.proc.poll() is None, 'a client without its server exited')
+            server = start_daemon(args, 'a')
+            wait_planes_in_use(server, 'a')
+            wait_planes_in_use(client, 'b')
+            run_example(args, server, client)
         finally:
             if server is not a:
                 stop(server)
+            if client is not b:
+                stop(client)
     with_pair(args, body)
 
 

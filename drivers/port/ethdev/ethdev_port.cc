@@ -203,16 +203,20 @@ bool EthdevPort::open(uint16_t port_id, const EthdevPortConfig& cfg, std::string
 }
 
 bool EthdevPort::start(std::string* err) {
-  if (int ret = rte_eth_dev_start(port_id_); ret != 0) {
+  const int ret = rte_eth_dev_start(port_id_);
+  // A memif client whose server is not there yet waits for it, its link
+  // down, as it would for a server that went away.
+  if (ret != 0 && link_end_ != LinkEnd::kClient) {
     *err = name_ + ": start failed: " + errno_text(ret);
     return false;
   }
-  started_ = true;
+  started_ = ret == 0;
+  restarting_ = off_ = !started_;
   read_link();
   next_link_poll_tsc_ = rte_rdtsc() + link_poll_tsc_;
-  // The first handshake is not cut short by a reconnect.
+  // A first handshake is not cut short by a reconnect.
   reconnect_wait_tsc_ = tsc_of_us(kReconnectFirstUs);
-  next_reconnect_tsc_ = rte_rdtsc() + tsc_of_us(kReconnectMaxUs);
+  next_reconnect_tsc_ = rte_rdtsc() + tsc_of_us(started_ ? kReconnectMaxUs : kReconnectFirstUs);
   return true;
 }
 

@@ -14,11 +14,11 @@
 // set_admin_up() are control-path calls DPDK allows beside the bursts.
 //
 // DPDK's memif client connects to its server only when the port starts.
-// So that a link comes back when its server does (a peer daemon or
-// smrc-fabric restarted), poll_link() restarts a net_memif client port
-// whose link is down, on the owning lcore, at growing intervals
-// (kReconnectFirstUs doubling to kReconnectMaxUs); no burst reaches the
-// port meanwhile.
+// So that a link comes up when its server does (started later, or a peer
+// daemon or smrc-fabric restarted), start() lets a net_memif client port
+// fail to connect, and poll_link() restarts such a port whose link is
+// down, on the owning lcore, at growing intervals (kReconnectFirstUs
+// doubling to kReconnectMaxUs); no burst reaches the port meanwhile.
 #pragma once
 
 #include <rte_ethdev.h>
