@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sys/socket_file.h"
+
 namespace softmrc::softmrcd {
 
 namespace {
@@ -73,24 +75,18 @@ int listen_unix(const std::string& path, int type, const SocketAccess& access, s
     return -1;
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  struct stat st {};
-  if (::lstat(addr.sun_path, &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
+  switch (sys::socket_file(path, type)) {
+    case sys::SocketFile::kNotSocket:
       *why = "'" + path + "' exists and is not a socket";
       return -1;
-    }
-    const int probe = ::socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
-    // Only a socket nobody listens on refuses: anything else (answered,
-    // another socket type) is someone's.
-    const bool live =
-        probe >= 0 && (::connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 ||
-                       errno != ECONNREFUSED);
-    if (probe >= 0) ::close(probe);
-    if (live) {
+    case sys::SocketFile::kLive:
       *why = "'" + path + "' is in use by another process";
       return -1;
-    }
-    ::unlink(addr.sun_path);
+    case sys::SocketFile::kStale:
+      ::unlink(addr.sun_path);
+      break;
+    case sys::SocketFile::kFree:
+      break;
   }
   const int fd = ::socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   const mode_t old = ::umask(0117);  // 0660 from the start, no window

@@ -8,14 +8,12 @@
 #include <rte_kvargs.h>
 #include <rte_malloc.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <vector>
+
+#include "sys/socket_file.h"
 
 namespace softmrc::port {
 
@@ -64,21 +62,12 @@ void remove_stale_memif_socket(const std::string& spec) {
   const char* role = rte_kvargs_get(kv, "role");
   const char* abstract = rte_kvargs_get(kv, "socket-abstract");
   const char* socket = rte_kvargs_get(kv, "socket");
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
   const std::string path = socket != nullptr ? socket : "/run/memif.sock";  // memif's default
   const bool file = role != nullptr && std::string_view(role) == "server" && abstract != nullptr &&
-                    std::string_view(abstract) == "no" && path.size() < sizeof(addr.sun_path);
+                    std::string_view(abstract) == "no";
   rte_kvargs_free(kv);
-  struct stat st {};
-  if (!file || ::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const int probe = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (probe < 0) return;
-  const bool refused = ::connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 &&
-                       errno == ECONNREFUSED;
-  ::close(probe);
-  if (refused) ::unlink(path.c_str());
+  if (file && sys::socket_file(path, SOCK_SEQPACKET) == sys::SocketFile::kStale)
+    ::unlink(path.c_str());
 }
 
 }  // namespace
