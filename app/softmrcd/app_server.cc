@@ -405,8 +405,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
         return refuse(rep, EPROTO, "protocol version differs from the daemon's");
       if (req.u.hello.api_version >> 16 != SMRC_API_VERSION_MAJOR)
         return refuse(rep, EPROTO, "API major version differs from the daemon's");
-      if (!c.hello && std::count_if(clients_.begin(), clients_.end(),
-                                    [](const auto& o) { return o->hello; }) >= kMaxClients) {
+      if (!c.hello && clients_.size() - greeting() >= kMaxClients) {
         c.refused = true;
         ++counted_.busy;
         return refuse(rep, EBUSY, "softmrcd serves as many applications as it may (256)");

@@ -718,8 +718,6 @@ int port_events(const char* sock, uint32_t plane) {
   return smrc_close_device(ctx);
 }
 
-// Opens `contexts` devices and makes completion channels on each until the
-// daemon refuses; holds them all until standard input closes.
 // Until the test closes our standard input.
 void hold() {
   char c;
@@ -738,6 +736,8 @@ int contexts(const char* sock) {
   return 0;
 }
 
+// Opens `contexts` devices and makes completion channels on each until the
+// daemon refuses; holds them all until standard input closes.
 int hog(const char* sock, int contexts) {
   std::vector<smrc_context*> ctxs;
   std::vector<smrc_comp_channel*> channels;
