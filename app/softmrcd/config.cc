@@ -377,6 +377,7 @@ void read_root(const YAML::Node& root, Config* c) {
   m.choice("tx_payload", {{"copy", TxPayload::kCopy}, {"extbuf", TxPayload::kExtbuf}},
            &c->tx_payload);
   m.boolean("rx_verify_icrc", &c->rx_verify_icrc);
+  m.boolean("rx_ipv4_checksum_offload", &c->rx_ipv4_checksum_offload);
   m.uint("link_poll_us", 1, 1'000'000, &c->link_poll_us);
   m.uint("idle_yield_passes", 0, 1'000'000'000, &c->idle_yield_passes);
   c->control_socket = m.string("control_socket");

@@ -92,6 +92,7 @@ bool EndpointTask::setup(const Config& cfg, uint32_t index, const std::vector<ui
     pc.rx_pool = rx_pool_ != nullptr ? rx_pool_ : tx_pool_;
     pc.tx_multi_seg = cfg.tx_payload == TxPayload::kExtbuf;
     pc.tx_fast_free = cfg.tx_payload == TxPayload::kCopy;
+    pc.rx_ipv4_checksum = cfg.rx_ipv4_checksum_offload;
     pc.link_poll_us = cfg.link_poll_us;
     planes_[p].port = std::make_unique<port::EthdevPort>();
     port::EthdevPort& port = *planes_[p].port;
@@ -99,6 +100,7 @@ bool EndpointTask::setup(const Config& cfg, uint32_t index, const std::vector<ui
       *err = key + ".port: " + *err;
       return false;
     }
+    planes_[p].port_checks_ipv4 = port.rx_ipv4_checksum();
     if (has_own_lcore(spec, p)) {
       planes_[p].relay = std::make_unique<PortTask>();
       planes_[p].relay->set_lcore(spec.planes[p].lcore);
@@ -398,7 +400,21 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {
   const void* frame = m->nb_segs == 1 ? rte_pktmbuf_mtod(m, const void*)
                                       : rte_pktmbuf_read(m, 0, len, scratch_.data());
   const auto* data = static_cast<const uint8_t*>(frame);
-  const wire::ParseStatus st = wire::parse({data, len}, framer_.parse_config(), &view_);
+  PlaneCounters& c = planes_[plane].counters;
+  // A port that checks IPv4 header checksums says so in ol_flags: a bad one
+  // is dropped as parse() would drop it, a good one is not summed again.
+  // UNKNOWN and NONE (not checked, or not right in the data) leave the check
+  // to parse().
+  wire::PortChecks checked;
+  if (planes_[plane].port_checks_ipv4) {
+    const uint64_t ip_checksum = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+    if (ip_checksum == RTE_MBUF_F_RX_IP_CKSUM_BAD) {
+      ++drops_.parse[size_t(wire::ParseStatus::kBadIpHeader)];
+      return;
+    }
+    checked.ipv4_checksum = ip_checksum == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+  }
+  const wire::ParseStatus st = wire::parse({data, len}, framer_.parse_config(), &view_, checked);
   if (st != wire::ParseStatus::kOk) {
     ++drops_.parse[size_t(st)];
     return;
@@ -409,9 +425,9 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {
                                                              : Drop::kRxNotForUs)];
     return;
   }
-  PlaneCounters& c = planes_[plane].counters;
   ++c.rx_packets;
   c.rx_bytes += len;
+  c.rx_ipv4_checksum_by_port += checked.ipv4_checksum;
   const bool connectionless_probe =
       view_.t.opcode == wire::Opcode::kProbeRequest && (view_.t.dest_qpn & wire::kQpnMask) == 0;
   const uint32_t src_peer = connectionless_probe

@@ -137,6 +137,7 @@ class EndpointTask {
   struct Plane {
     std::unique_ptr<port::EthdevPort> port;
     std::unique_ptr<PortTask> relay;  // the port's own lcore, if it has one
+    bool port_checks_ipv4 = false;    // port->rx_ipv4_checksum(), at hand per frame
     PortTaskCounters relay_cleared;   // the relay's counters at the last clear
     PlaneState state;
     PlaneCounters counters;

@@ -93,6 +93,7 @@ void ports_report(Daemon& d, int only, Report* out) {
       rte_eth_link_get_nowait(port.port_id(), &link);
       r.num("link_up", link.link_status == RTE_ETH_LINK_UP);
       r.num("reconnects", port.reconnects());
+      r.num("rx_ipv4_checksum", port.rx_ipv4_checksum());
       rte_eth_stats st{};
       port.stats(&st);
       add_port_counters(st, &r);
@@ -115,6 +116,7 @@ void planes_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, int on
       r.num("tx_packets", s.planes[p].tx_packets);
       r.num("tx_bytes", s.planes[p].tx_bytes);
       r.num("tx_extbuf", s.planes[p].tx_extbuf);
+      r.num("rx_ipv4_checksum_by_port", s.planes[p].rx_ipv4_checksum_by_port);
       r.num("link_changes", s.planes[p].link_changes);
       r.num("port_rx_stalls", s.planes[p].port_rx_stalls);
       r.num("port_tx_link_down", s.planes[p].port_tx_link_down);

@@ -50,6 +50,8 @@ struct PlaneCounters {
   uint64_t tx_bytes = 0;
   uint64_t tx_extbuf = 0;     // data packets sent from registered memory in place
   uint64_t link_changes = 0;  // link up/down transitions seen
+  // Of rx_packets, those whose IPv4 header checksum the port checked.
+  uint64_t rx_ipv4_checksum_by_port = 0;
   // A port on an lcore of its own (port_task.h).
   uint64_t port_rx_stalls = 0;     // its passes that left RX alone: the endpoint was behind
   uint64_t port_tx_link_down = 0;  // frames it freed because the link was down

@@ -246,9 +246,16 @@ struct PacketView {
   uint16_t header_len = 0;
 };
 
+// What the port that received a frame already checked of it (its RX
+// offloads), so that parse() need not check it again.
+struct PortChecks {
+  bool ipv4_checksum = false;  // the IPv4 header checksum is right
+};
+
 // On success every field of *out is written, so one view can serve packet
 // after packet; on failure *out is reset to a default view.
-ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, PacketView* out);
+ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, PacketView* out,
+                  PortChecks checked = {});
 
 // The wire EV the packet was sent on, reassembled from its headers for the
 // given mode (UDP: source port; STEV: port and flow label; SRv6: the

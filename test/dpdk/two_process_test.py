@@ -33,8 +33,9 @@ the shared EAL config that memif needs), and checks what both say.
   fabric_bad_config  smrc-fabric's bad files and command lines get the
                   messages docs/configuration.md lists, exit 2
   tap_plane_down  a and b in two network namespaces, each plane a net_tap
-                  wired to a veth pair between the namespaces, a WIMM flow
-                  a -> b; a's tap of plane 1 is taken down mid-transfer
+                  wired to a veth pair between the namespaces, on IPv4
+                  (net_tap checks the IPv4 header checksums: a frame with
+                  a bad one is dropped), a WIMM flow a -> b; a's tap of plane 1 is taken down mid-transfer
                   (ip link set ... down): both see the plane's EVs go
                   unusable, the other planes carry the transfer; it comes
                   back; SIGTERM to a, which ends the flow, and b stops by
@@ -67,12 +68,18 @@ def srv6_plane(ep, p):
     return dict(plane(ep, p), ip=f'fcbb:bb0{p:x}:{ep}::')
 
 
-def endpoint_and_peer(me, ports, srv6=False, **hosted):
+def ipv4_plane(ep, p):
+    """Plane p's address in IPv4: 10.0.<p>.10 for a, .11 for b."""
+    host = {'a': 10, 'b': 11}[ep]
+    return dict(plane(ep, p), ip=f'10.0.{p}.{host}')
+
+
+def endpoint_and_peer(me, ports, srv6=False, ipv4=False, **hosted):
     """A configuration's endpoints and peers: `me` hosted on `ports` (one
     per plane, with the keys `hosted` adds), the other endpoint its peer;
-    both in SRv6 mode, on uSID locators, if `srv6`."""
+    both in SRv6 mode, on uSID locators, if `srv6`; on IPv4 if `ipv4`."""
     other = 'b' if me == 'a' else 'a'
-    addr = srv6_plane if srv6 else plane
+    addr = srv6_plane if srv6 else ipv4_plane if ipv4 else plane
     mode = {'ev_mode': 'srv6'} if srv6 else {}
     return {
         'endpoints': [dict(name=me, planes=[dict(port=port, **addr(me, p))
@@ -81,19 +88,21 @@ def endpoint_and_peer(me, ports, srv6=False, **hosted):
     }
 
 
-def config(me, ports, traffic, srv6=False):
-    """One hosted endpoint `me` on `ports` (one per plane), the other a peer."""
+def config(me, ports, traffic, srv6=False, ipv4=False, **top):
+    """One hosted endpoint `me` on `ports` (one per plane), the other a
+    peer; `top`: more top-level keys."""
     return {
+        **top,
         'path_mtu': 1024,  # memif and tap frames are at most 1518 bytes
         'stats': {'snapshot_ms': 20, 'log_interval_ms': 250},
         'ev_profiles': {'default': {'evs_per_plane': 4, 'min_active': 2}},
-        **endpoint_and_peer(me, ports, srv6),
+        **endpoint_and_peer(me, ports, srv6, ipv4),
         'traffic': traffic,
     }
 
 
-def daemon(args, case, me, ports, traffic, netns=None, srv6=False):
-    d = Daemon(args, f'2p_{case}_{me}', config(me, ports, traffic, srv6))
+def daemon(args, case, me, ports, traffic, netns=None, srv6=False, ipv4=False, **top):
+    d = Daemon(args, f'2p_{case}_{me}', config(me, ports, traffic, srv6, ipv4, **top))
     i = d.cmd.index('-l')
     d.cmd[i:i + 2] = ['--lcores', LCORES[me]]
     if netns:
@@ -641,6 +650,33 @@ class Namespaces:
         self.ip[e].stdin.flush()
 
 
+def check_port_checksums(ta, tb, net):
+    """net_tap checks IPv4 header checksums (RX offload): on b every frame
+    a plane took came with the port's verdict, and a frame the port found
+    bad is dropped as bad_ip_header; a, configured without the offload,
+    took none."""
+    for t, e, on in ((ta, 'a', 0), (tb, 'b', 1)):
+        ports = t.query(f'/softmrc/ports,{e}')
+        check(all(r['rx_ipv4_checksum'] == on for r in ports.values()),
+              f'{e}: ports with the checksum offload {1 - on}: {ports}')
+        planes = t.query(f'/softmrc/planes,{e}')
+        check(all(r['rx_ipv4_checksum_by_port'] == on * r['rx_packets']
+                  for r in planes.values()) and planes[f'{e}/0']['rx_packets'] > 0,
+              f'{e}: frames with the port\'s checksum verdict, offload {on}: {planes}')
+    before = row(tb, '/softmrc/drops', 'b')['rx_bad_ip_header']
+    # An MRC probe's first 28 bytes to b's plane 0 with a wrong IPv4 header
+    # checksum, sent by the kernel on b's tap, which hands it to b's port.
+    eth = bytes.fromhex('02000000 0b00 02000000 0a00 0800'.replace(' ', ''))
+    ip = bytes.fromhex('4500 0024 0000 4000 4011 dead 0a00000a 0a00000b'.replace(' ', ''))
+    udp = bytes.fromhex('c000 12b7 0010 0000'.replace(' ', '')) + bytes(8)
+    frame = (eth + ip + udp).hex()
+    run(['ip', 'netns', 'exec', net.ns['b'], 'python3', '-c',
+         'import socket, sys; s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW); '
+         f's.bind(("{net.tap("b", 0)}", 0)); s.send(bytes.fromhex(sys.argv[1]))', frame])
+    poll_row('b to drop the frame with a bad IPv4 checksum', tb, '/softmrc/drops', 'b',
+             lambda r: r['rx_bad_ip_header'] == before + 1)
+
+
 def case_tap_plane_down(args):
     planes = 3
     down = 1
@@ -651,8 +687,10 @@ def case_tap_plane_down(args):
         def ports(e):
             return [f'net_tap{p},iface={net.tap(e, p)}' for p in range(planes)]
 
-        a = daemon(args, 'tap', 'a', ports('a'), traffic, netns=net.ns['a']).start()
-        b = daemon(args, 'tap', 'b', ports('b'), traffic, netns=net.ns['b']).start()
+        # a leaves every IPv4 header checksum to itself.
+        a = daemon(args, 'tap', 'a', ports('a'), traffic, netns=net.ns['a'], ipv4=True,
+                   rx_ipv4_checksum_offload=False).start()
+        b = daemon(args, 'tap', 'b', ports('b'), traffic, netns=net.ns['b'], ipv4=True).start()
 
         def body():
             ta = Telemetry(telemetry_socket(a.prefix))
@@ -663,6 +701,7 @@ def case_tap_plane_down(args):
 
             # Two daemons starting on a loaded machine can take seconds.
             wait_for('b to verify messages', verified, timeout=20, output=both_output(a, b))
+            check_port_checksums(ta, tb, net)
             net.link('a', net.tap('a', down), 'down')
             a.read_until(rf'a plane {down} down \(link down\)', timeout=15)
             # a's plane is out of use, and b's QPs took its EVs out of use

@@ -129,6 +129,9 @@ bool EthdevPort::open(uint16_t port_id, const EthdevPortConfig& cfg, std::string
   }
   if (cfg.tx_fast_free && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE))
     conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
+  rx_ipv4_checksum_ =
+      cfg.rx_ipv4_checksum && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) != 0;
+  if (rx_ipv4_checksum_) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
   // Link-status interrupts where the PMD has them; polling otherwise.
   lsc_ = info.dev_flags != nullptr && (*info.dev_flags & RTE_ETH_DEV_INTR_LSC) != 0;
   conf.intr_conf.lsc = lsc_ ? 1 : 0;

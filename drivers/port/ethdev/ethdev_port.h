@@ -39,9 +39,10 @@ struct EthdevPortConfig {
   uint16_t tx_desc = 512;
   uint32_t mtu = 0;  // L3 MTU in bytes (frame minus Ethernet header); 0: keep the PMD's
   rte_mempool* rx_pool = nullptr;
-  bool tx_multi_seg = false;    // TX chains (headers + an external payload buffer)
-  bool tx_fast_free = false;    // every TX mbuf is direct, refcnt 1, from one pool
-  uint64_t link_poll_us = 100;  // PMDs without link interrupts: re-read the link this often
+  bool tx_multi_seg = false;      // TX chains (headers + an external payload buffer)
+  bool tx_fast_free = false;      // every TX mbuf is direct, refcnt 1, from one pool
+  bool rx_ipv4_checksum = false;  // the port checks IPv4 header checksums, where it can
+  uint64_t link_poll_us = 100;    // PMDs without link interrupts: re-read the link this often
 };
 
 class EthdevPort {
@@ -77,6 +78,9 @@ class EthdevPort {
   const std::string& name() const { return name_; }
   const std::string& driver() const { return driver_; }
   bool link_interrupt() const { return lsc_; }
+  // Whether received frames carry the port's IPv4 header checksum verdict
+  // (RTE_MBUF_F_RX_IP_CKSUM_*): asked for and offered.
+  bool rx_ipv4_checksum() const { return rx_ipv4_checksum_; }
 
   // No burst reaches a link the peer is closing (farewell.h), nor a port
   // stopped to reconnect.
@@ -146,6 +150,7 @@ class EthdevPort {
   bool opened_ = false;
   bool started_ = false;
   bool lsc_ = false;  // the PMD raises link-status interrupts
+  bool rx_ipv4_checksum_ = false;
   LinkEnd link_end_ = LinkEnd::kNone;
   rte_mempool* farewell_pool_ = nullptr;
   // What add_rx_hook() and add_tx_hook() added (the farewell callback

@@ -246,6 +246,21 @@ TEST(Parse, Ipv4HeaderChecksumIsVerified) {
   EXPECT_EQ(parse_bytes(bytes), ParseStatus::kBadIpHeader);
 }
 
+TEST(Parse, Ipv4HeaderChecksumIsLeftToAPortThatCheckedIt) {
+  auto bytes = build(v4(), make_transport(Opcode::kAck), {});
+  bytes[14 + 8] ^= 1;  // TTL (not covered by the ICRC), without fixing the checksum
+  PacketView v;
+  EXPECT_EQ(parse(bytes, ParseConfig{}, &v, PortChecks{.ipv4_checksum = true}), ParseStatus::kOk);
+  EXPECT_EQ(v.ttl, bytes[14 + 8]);
+  EXPECT_EQ(parse(bytes, ParseConfig{}, &v, PortChecks{.ipv4_checksum = false}),
+            ParseStatus::kBadIpHeader);
+  // What the port vouched for is the checksum alone: a header with options
+  // is still refused.
+  bytes[14] = 0x46;
+  EXPECT_EQ(parse(bytes, ParseConfig{}, &v, PortChecks{.ipv4_checksum = true}),
+            ParseStatus::kBadIpHeader);
+}
+
 TEST(Parse, Ipv4OptionsAndFragmentsAreRejected) {
   auto with_options = build(v4(), make_transport(Opcode::kAck), {});
   with_options[14] = 0x46;
