@@ -10,7 +10,9 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -25,6 +27,13 @@ namespace {
 Prompt* g_prompt = nullptr;  // the handlers' way back; one prompt per process
 
 constexpr size_t kLineWidth = 100;
+
+// A command: its handler, its help and its tokens.
+struct CommandSpec {
+  void (*handler)(void* result, cmdline* cl, void* data);
+  const char* help;
+  std::vector<cmdline_parse_token_hdr_t*> tokens;
+};
 
 void print_report(cmdline* cl, const Report& report) {
   if (report.empty()) cmdline_printf(cl, "(nothing)\n");
@@ -78,17 +87,15 @@ cmdline_parse_token_string_t t_show_per_endpoint =
 cmdline_parse_token_string_t t_show_endpoint =
     TOKEN_STRING_INITIALIZER(ShowResult, endpoint, nullptr);
 
-cmdline_parse_inst_t cmd_show = {
+const CommandSpec cmd_show = {
     on_show,
-    nullptr,
     "show endpoints|ports|planes|qps|drops|stats|links",
-    {&t_show.hdr, &t_show_what.hdr, nullptr},
+    {&t_show.hdr, &t_show_what.hdr},
 };
-cmdline_parse_inst_t cmd_show_endpoint = {
+const CommandSpec cmd_show_endpoint = {
     on_show_endpoint,
-    nullptr,
     "show ports|planes|qps|drops <endpoint>",
-    {&t_show.hdr, &t_show_per_endpoint.hdr, &t_show_endpoint.hdr, nullptr},
+    {&t_show.hdr, &t_show_per_endpoint.hdr, &t_show_endpoint.hdr},
 };
 
 // show qp <endpoint> <qpn>, show evs <endpoint> <qpn> [<first>]
@@ -118,18 +125,16 @@ cmdline_parse_token_string_t t_showqp_endpoint =
 cmdline_parse_token_num_t t_showqp_qpn = TOKEN_NUM_INITIALIZER(ShowQpResult, qpn, RTE_UINT32);
 cmdline_parse_token_num_t t_showqp_first = TOKEN_NUM_INITIALIZER(ShowQpResult, first, RTE_UINT32);
 
-cmdline_parse_inst_t cmd_show_qp = {
+const CommandSpec cmd_show_qp = {
     on_show_qp,
-    nullptr,
     "show qp|evs <endpoint> <qpn>",
-    {&t_showqp.hdr, &t_showqp_what.hdr, &t_showqp_endpoint.hdr, &t_showqp_qpn.hdr, nullptr},
+    {&t_showqp.hdr, &t_showqp_what.hdr, &t_showqp_endpoint.hdr, &t_showqp_qpn.hdr},
 };
-cmdline_parse_inst_t cmd_show_evs_from = {
+const CommandSpec cmd_show_evs_from = {
     on_show_evs_from,
-    nullptr,
     "show evs <endpoint> <qpn> <first>",
     {&t_showqp.hdr, &t_showqp_evs.hdr, &t_showqp_endpoint.hdr, &t_showqp_qpn.hdr,
-     &t_showqp_first.hdr, nullptr},
+     &t_showqp_first.hdr},
 };
 
 // start | stop | quit | help
@@ -166,11 +171,10 @@ void on_word(void* r, cmdline* cl, void*) {
 
 cmdline_parse_token_string_t t_word =
     TOKEN_STRING_INITIALIZER(WordResult, word, "start#stop#quit#help");
-cmdline_parse_inst_t cmd_word = {
+const CommandSpec cmd_word = {
     on_word,
-    nullptr,
     "start | stop | quit | help",
-    {&t_word.hdr, nullptr},
+    {&t_word.hdr},
 };
 
 // clear stats
@@ -186,11 +190,10 @@ void on_clear(void*, cmdline* cl, void*) {
 
 cmdline_parse_token_string_t t_clear = TOKEN_STRING_INITIALIZER(ClearResult, clear, "clear");
 cmdline_parse_token_string_t t_clear_stats = TOKEN_STRING_INITIALIZER(ClearResult, stats, "stats");
-cmdline_parse_inst_t cmd_clear = {
+const CommandSpec cmd_clear = {
     on_clear,
-    nullptr,
     "clear stats",
-    {&t_clear.hdr, &t_clear_stats.hdr, nullptr},
+    {&t_clear.hdr, &t_clear_stats.hdr},
 };
 
 // set plane <endpoint> <plane> up|down
@@ -230,11 +233,10 @@ cmdline_parse_token_string_t t_set_endpoint =
 cmdline_parse_token_num_t t_set_num = TOKEN_NUM_INITIALIZER(SetPlaneResult, plane, RTE_UINT32);
 cmdline_parse_token_string_t t_set_state =
     TOKEN_STRING_INITIALIZER(SetPlaneResult, state, "up#down");
-cmdline_parse_inst_t cmd_set_plane = {
+const CommandSpec cmd_set_plane = {
     on_set_plane,
-    nullptr,
     "set plane <endpoint> <plane> up|down",
-    {&t_set.hdr, &t_set_plane.hdr, &t_set_endpoint.hdr, &t_set_num.hdr, &t_set_state.hdr, nullptr},
+    {&t_set.hdr, &t_set_plane.hdr, &t_set_endpoint.hdr, &t_set_num.hdr, &t_set_state.hdr},
 };
 
 // set link <link> plane <plane> up|down
@@ -271,12 +273,11 @@ cmdline_parse_token_string_t t_setl_plane =
 cmdline_parse_token_num_t t_setl_pnum = TOKEN_NUM_INITIALIZER(SetLinkResult, plane, RTE_UINT32);
 cmdline_parse_token_string_t t_setl_state =
     TOKEN_STRING_INITIALIZER(SetLinkResult, state, "up#down");
-cmdline_parse_inst_t cmd_set_link = {
+const CommandSpec cmd_set_link = {
     on_set_link,
-    nullptr,
     "set link <link> plane <plane> up|down",
     {&t_setl.hdr, &t_setl_link.hdr, &t_setl_num.hdr, &t_setl_plane.hdr, &t_setl_pnum.hdr,
-     &t_setl_state.hdr, nullptr},
+     &t_setl_state.hdr},
 };
 
 // set link <link> plane <plane> <what> <value>
@@ -307,28 +308,49 @@ cmdline_parse_token_string_t t_setc_what = TOKEN_STRING_INITIALIZER(
     SetLinkChangeResult, what, "loss#blackhole#blackhole_ev#restore_ev#rate_factor");
 cmdline_parse_token_string_t t_setc_value =
     TOKEN_STRING_INITIALIZER(SetLinkChangeResult, value, nullptr);
-cmdline_parse_inst_t cmd_set_link_change = {
+const CommandSpec cmd_set_link_change = {
     on_set_link_change,
-    nullptr,
     "set link <link> plane <plane> loss|blackhole|blackhole_ev|restore_ev|rate_factor <value>",
     {&t_setc.hdr, &t_setc_link.hdr, &t_setc_num.hdr, &t_setc_plane.hdr, &t_setc_pnum.hdr,
-     &t_setc_what.hdr, &t_setc_value.hdr, nullptr},
+     &t_setc_what.hdr, &t_setc_value.hdr},
 };
 
-cmdline_parse_ctx_t g_commands[] = {
+const CommandSpec* const kCommands[] = {
     &cmd_show,  &cmd_show_endpoint, &cmd_show_qp,  &cmd_show_evs_from,   &cmd_word,
-    &cmd_clear, &cmd_set_plane,     &cmd_set_link, &cmd_set_link_change, nullptr,
+    &cmd_clear, &cmd_set_plane,     &cmd_set_link, &cmd_set_link_change,
 };
+
+// cmdline_parse_inst_t ends in a flexible array of tokens, which C++ cannot
+// initialise (GCC lets it, clang does not): so instructions are made at
+// run time, in memory from malloc (an implicit-lifetime type), from their
+// CommandSpec. Each ends in a null token.
+cmdline_parse_inst_t* make_instruction(const CommandSpec& spec) {
+  const size_t bytes =
+      sizeof(cmdline_parse_inst_t) + (spec.tokens.size() + 1) * sizeof(cmdline_parse_token_hdr_t*);
+  auto* inst = static_cast<cmdline_parse_inst_t*>(std::calloc(1, bytes));
+  if (inst == nullptr) return nullptr;
+  inst->f = spec.handler;
+  inst->help_str = spec.help;
+  std::copy(spec.tokens.begin(), spec.tokens.end(), inst->tokens);
+  return inst;
+}
 
 }  // namespace
 
 Prompt::Prompt(Daemon& d) : d_(d) {
   g_prompt = this;
-  cl_ = cmdline_stdin_new(g_commands, "softmrcd> ");
+  for (const CommandSpec* spec : kCommands) {
+    cmdline_parse_inst_t* inst = make_instruction(*spec);
+    if (inst == nullptr) return;  // no prompt: on_input() reports the end of input
+    context_.push_back(inst);
+  }
+  context_.push_back(nullptr);
+  cl_ = cmdline_stdin_new(context_.data(), "softmrcd> ");
 }
 
 Prompt::~Prompt() {
   if (cl_ != nullptr) cmdline_stdin_exit(cl_);
+  for (cmdline_parse_inst_t* inst : context_) std::free(inst);
   g_prompt = nullptr;
 }
 

@@ -13,8 +13,10 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 struct cmdline;
+struct cmdline_inst;
 
 namespace softmrc::softmrcd {
 
@@ -39,6 +41,7 @@ class Prompt {
 
  private:
   Daemon& d_;
+  std::vector<cmdline_inst*> context_;  // the commands, then nullptr (owned)
   cmdline* cl_ = nullptr;
   bool quit_ = false;
 };

@@ -728,6 +728,16 @@ def case_interactive(args):
         time.sleep(pause)
         return m
 
+    def send_and_log(line, reply, logged):
+        """A command whose effect another thread logs: the prompt's reply
+        and that line come in either order."""
+        start = d.consumed
+        send(line, reply)
+        after_reply = d.consumed
+        d.consumed = start
+        d.read_until(logged)
+        d.consumed = max(d.consumed, after_reply)
+
     def field(text_row, key):
         m = re.search(rf'\b{key}=(\S+)', text_row)
         check(m is not None, f'no {key} in {text_row!r}', d.output())
@@ -754,10 +764,9 @@ def case_interactive(args):
         send('set plane a 1 up', 'a plane 1 set up', pause=0.3)
         row = show('qp b 1', 'b/1', r'usable_evs=')
         check(field(row, 'usable_evs') == '8', f'b did not get plane 1 back: {row}', d.output())
-        send('set link 0 plane 0 down', 'link 0 plane 0 set down')
-        d.read_until(r'b plane 0 down \(link down\)')
-        send('set link 0 plane 0 up', 'link 0 plane 0 set up')
-        d.read_until(r'b plane 0 up \(link up\)')
+        send_and_log('set link 0 plane 0 down', 'link 0 plane 0 set down',
+                     r'b plane 0 down \(link down\)')
+        send_and_log('set link 0 plane 0 up', 'link 0 plane 0 set up', r'b plane 0 up \(link up\)')
         # The link's lcore applies it (and says so) at once, and shows it in
         # its next snapshot.
         send('set link 0 plane 1 loss 0.25', 'link 0 plane 1 set loss 0.25', pause=0.3)
