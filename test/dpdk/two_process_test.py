@@ -48,10 +48,12 @@ get a CPU each: a runs --lcores 0@1,1@0 and b 0@0,1@1. Exit 0 on success,
 and both daemons' output otherwise.
 """
 
+import ctypes
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -584,6 +586,8 @@ class Namespaces:
     b's. Only these namespaces' interfaces carry the traffic; deleting the
     namespaces removes every interface made here."""
 
+    CLONE_NEWNET = 0x40000000
+
     def __init__(self, planes):
         self.ns = {e: f'smrc2p-{e}{os.getpid()}' for e in ('a', 'b')}
         self.made = []
@@ -642,6 +646,22 @@ class Namespaces:
     def tap(e, p):
         return f't{e}{p}'
 
+    def packet_socket(self, e, dev):
+        """A raw socket on `dev` in e's namespace (what it sends, the kernel
+        sends on dev), made from this process (setns for one call): a new
+        process entering the namespace can take seconds while both CPUs
+        poll."""
+        libc = ctypes.CDLL(None, use_errno=True)
+        with open('/proc/self/ns/net') as home, open(f'/run/netns/{self.ns[e]}') as there:
+            if libc.setns(there.fileno(), self.CLONE_NEWNET) != 0:
+                raise Failure(f'setns: {os.strerror(ctypes.get_errno())}')
+            try:
+                sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+                sock.bind((dev, 0))
+            finally:
+                libc.setns(home.fileno(), self.CLONE_NEWNET)
+        return sock
+
     def link(self, e, dev, state):
         """`ip link set <dev> <state>` in e's namespace, at once: by the ip
         started there before the daemons (a new `ip -n` pays for entering
@@ -650,7 +670,7 @@ class Namespaces:
         self.ip[e].stdin.flush()
 
 
-def check_port_checksums(ta, tb, net):
+def check_port_checksums(ta, tb, sock):
     """net_tap checks IPv4 header checksums (RX offload): on b every frame
     a plane took came with the port's verdict, and a frame the port found
     bad is dropped as bad_ip_header; a, configured without the offload,
@@ -659,9 +679,13 @@ def check_port_checksums(ta, tb, net):
         ports = t.query(f'/softmrc/ports,{e}')
         check(all(r['rx_ipv4_checksum'] == on for r in ports.values()),
               f'{e}: ports with the checksum offload {1 - on}: {ports}')
-        planes = t.query(f'/softmrc/planes,{e}')
-        check(all(r['rx_ipv4_checksum_by_port'] == on * r['rx_packets']
-                  for r in planes.values()) and planes[f'{e}/0']['rx_packets'] > 0,
+        def every_plane_received():
+            planes = t.query(f'/softmrc/planes,{e}')
+            return planes if all(r['rx_packets'] > 0 for r in planes.values()) else None
+
+        # Snapshots lag: wait for one in which every plane took frames.
+        planes = wait_for(f'{e} to receive on every plane', every_plane_received)
+        check(all(r['rx_ipv4_checksum_by_port'] == on * r['rx_packets'] for r in planes.values()),
               f'{e}: frames with the port\'s checksum verdict, offload {on}: {planes}')
     before = row(tb, '/softmrc/drops', 'b')['rx_bad_ip_header']
     # An MRC probe's first 28 bytes to b's plane 0 with a wrong IPv4 header
@@ -669,10 +693,7 @@ def check_port_checksums(ta, tb, net):
     eth = bytes.fromhex('02000000 0b00 02000000 0a00 0800'.replace(' ', ''))
     ip = bytes.fromhex('4500 0024 0000 4000 4011 dead 0a00000a 0a00000b'.replace(' ', ''))
     udp = bytes.fromhex('c000 12b7 0010 0000'.replace(' ', '')) + bytes(8)
-    frame = (eth + ip + udp).hex()
-    run(['ip', 'netns', 'exec', net.ns['b'], 'python3', '-c',
-         'import socket, sys; s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW); '
-         f's.bind(("{net.tap("b", 0)}", 0)); s.send(bytes.fromhex(sys.argv[1]))', frame])
+    sock.send(eth + ip + udp)
     poll_row('b to drop the frame with a bad IPv4 checksum', tb, '/softmrc/drops', 'b',
              lambda r: r['rx_bad_ip_header'] == before + 1)
 
@@ -687,6 +708,7 @@ def case_tap_plane_down(args):
         def ports(e):
             return [f'net_tap{p},iface={net.tap(e, p)}' for p in range(planes)]
 
+        bad_frames = net.packet_socket('b', net.tap('b', 0))
         # a leaves every IPv4 header checksum to itself.
         a = daemon(args, 'tap', 'a', ports('a'), traffic, netns=net.ns['a'], ipv4=True,
                    rx_ipv4_checksum_offload=False).start()
@@ -701,7 +723,7 @@ def case_tap_plane_down(args):
 
             # Two daemons starting on a loaded machine can take seconds.
             wait_for('b to verify messages', verified, timeout=20, output=both_output(a, b))
-            check_port_checksums(ta, tb, net)
+            check_port_checksums(ta, tb, bad_frames)
             net.link('a', net.tap('a', down), 'down')
             a.read_until(rf'a plane {down} down \(link down\)', timeout=15)
             # a's plane is out of use, and b's QPs took its EVs out of use
