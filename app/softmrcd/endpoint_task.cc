@@ -400,7 +400,6 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {
   const void* frame = m->nb_segs == 1 ? rte_pktmbuf_mtod(m, const void*)
                                       : rte_pktmbuf_read(m, 0, len, scratch_.data());
   const auto* data = static_cast<const uint8_t*>(frame);
-  PlaneCounters& c = planes_[plane].counters;
   // A port that checks IPv4 header checksums says so in ol_flags: a bad one
   // is dropped as parse() would drop it, a good one is not summed again.
   // UNKNOWN and NONE (not checked, or not right in the data) leave the check
@@ -425,9 +424,10 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {
                                                              : Drop::kRxNotForUs)];
     return;
   }
+  PlaneCounters& c = planes_[plane].counters;
   ++c.rx_packets;
   c.rx_bytes += len;
-  c.rx_ipv4_checksum_by_port += checked.ipv4_checksum;
+  if (checked.ipv4_checksum) ++c.rx_ipv4_checksum_by_port;
   const bool connectionless_probe =
       view_.t.opcode == wire::Opcode::kProbeRequest && (view_.t.dest_qpn & wire::kQpnMask) == 0;
   const uint32_t src_peer = connectionless_probe
