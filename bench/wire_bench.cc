@@ -144,7 +144,8 @@ void BM_ParseIpv4Ack(benchmark::State& state, bool port_checked) {
   std::vector<uint8_t> bytes(kMaxHeaderLen + kIcrcLen);
   const size_t len =
       build_packet(frame, WireEv{}, TxMarking{48, kEcnNotEct}, ack_transport(), {}, bytes);
-  const PortChecks checked{.ipv4_checksum = port_checked};
+  const PortChecks checked{.ipv4_checksum =
+                               port_checked ? PortVerdict::kGood : PortVerdict::kUnchecked};
   PacketView view;
   if (len == 0 || parse({bytes.data(), len}, ParseConfig{}, &view, checked) != ParseStatus::kOk) {
     state.SkipWithError("build or parse failed");

@@ -22,6 +22,20 @@ std::string plane_key(const EndpointSpec& e, uint32_t plane) {
   return e.key + ".planes[" + std::to_string(plane) + "]";
 }
 
+// What a port that checks IPv4 header checksums found, from a frame's
+// ol_flags. UNKNOWN and NONE (not checked, or not right in the data) leave
+// the check to parse().
+wire::PortVerdict ipv4_checksum_verdict(uint64_t ol_flags) {
+  switch (ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) {
+    case RTE_MBUF_F_RX_IP_CKSUM_GOOD:
+      return wire::PortVerdict::kGood;
+    case RTE_MBUF_F_RX_IP_CKSUM_BAD:
+      return wire::PortVerdict::kBad;
+    default:
+      return wire::PortVerdict::kUnchecked;
+  }
+}
+
 }  // namespace
 
 EndpointTask::~EndpointTask() {
@@ -400,19 +414,8 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {
   const void* frame = m->nb_segs == 1 ? rte_pktmbuf_mtod(m, const void*)
                                       : rte_pktmbuf_read(m, 0, len, scratch_.data());
   const auto* data = static_cast<const uint8_t*>(frame);
-  // A port that checks IPv4 header checksums says so in ol_flags: a bad one
-  // is dropped as parse() would drop it, a good one is not summed again.
-  // UNKNOWN and NONE (not checked, or not right in the data) leave the check
-  // to parse().
   wire::PortChecks checked;
-  if (planes_[plane].port_checks_ipv4) {
-    const uint64_t ip_checksum = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
-    if (ip_checksum == RTE_MBUF_F_RX_IP_CKSUM_BAD) {
-      ++drops_.parse[size_t(wire::ParseStatus::kBadIpHeader)];
-      return;
-    }
-    checked.ipv4_checksum = ip_checksum == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
-  }
+  if (planes_[plane].port_checks_ipv4) checked.ipv4_checksum = ipv4_checksum_verdict(m->ol_flags);
   const wire::ParseStatus st = wire::parse({data, len}, framer_.parse_config(), &view_, checked);
   if (st != wire::ParseStatus::kOk) {
     ++drops_.parse[size_t(st)];
@@ -427,7 +430,7 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {
   PlaneCounters& c = planes_[plane].counters;
   ++c.rx_packets;
   c.rx_bytes += len;
-  if (checked.ipv4_checksum) ++c.rx_ipv4_checksum_by_port;
+  if (checked.ipv4_checksum == wire::PortVerdict::kGood) ++c.rx_ipv4_checksum_by_port;
   const bool connectionless_probe =
       view_.t.opcode == wire::Opcode::kProbeRequest && (view_.t.dest_qpn & wire::kQpnMask) == 0;
   const uint32_t src_peer = connectionless_probe

@@ -246,10 +246,15 @@ struct PacketView {
   uint16_t header_len = 0;
 };
 
-// What the port that received a frame already checked of it (its RX
-// offloads), so that parse() need not check it again.
+// What the port that received a frame found when it checked it (its RX
+// offloads): parse() takes a port's verdict instead of checking again.
+enum class PortVerdict : uint8_t {
+  kUnchecked,  // parse() checks
+  kGood,
+  kBad,  // refused as parse() would refuse it
+};
 struct PortChecks {
-  bool ipv4_checksum = false;  // the IPv4 header checksum is right
+  PortVerdict ipv4_checksum = PortVerdict::kUnchecked;  // the IPv4 header checksum
 };
 
 // On success every field of *out is written, so one view can serve packet

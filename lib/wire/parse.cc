@@ -159,8 +159,10 @@ ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, Packet
     if (size < off + sizeof(Ipv4Hdr)) return reject(out, ParseStatus::kTruncated);
     const uint8_t* ip = base + off;
     if (ip[offsetof(Ipv4Hdr, version_ihl)] != 0x45) return reject(out, ParseStatus::kBadIpHeader);
-    if (!checked.ipv4_checksum && ipv4_header_sum(ip) != 0xffff)
-      return reject(out, ParseStatus::kBadIpHeader);
+    const bool checksum_ok = checked.ipv4_checksum == PortVerdict::kUnchecked
+                                 ? ipv4_header_sum(ip) == 0xffff
+                                 : checked.ipv4_checksum == PortVerdict::kGood;
+    if (!checksum_ok) return reject(out, ParseStatus::kBadIpHeader);
     // MF or a fragment offset.
     if (get_be16(ip + offsetof(Ipv4Hdr, fragment)) & 0x3fff)
       return reject(out, ParseStatus::kFragment);

@@ -249,16 +249,20 @@ TEST(Parse, Ipv4HeaderChecksumIsVerified) {
 TEST(Parse, Ipv4HeaderChecksumIsLeftToAPortThatCheckedIt) {
   auto bytes = build(v4(), make_transport(Opcode::kAck), {});
   bytes[14 + 8] ^= 1;  // TTL (not covered by the ICRC), without fixing the checksum
+  const PortChecks good{.ipv4_checksum = PortVerdict::kGood};
+  const PortChecks bad{.ipv4_checksum = PortVerdict::kBad};
   PacketView v;
-  EXPECT_EQ(parse(bytes, ParseConfig{}, &v, PortChecks{.ipv4_checksum = true}), ParseStatus::kOk);
+  EXPECT_EQ(parse(bytes, ParseConfig{}, &v, good), ParseStatus::kOk);
   EXPECT_EQ(v.ttl, bytes[14 + 8]);
-  EXPECT_EQ(parse(bytes, ParseConfig{}, &v, PortChecks{.ipv4_checksum = false}),
-            ParseStatus::kBadIpHeader);
+  EXPECT_EQ(parse(bytes, ParseConfig{}, &v, PortChecks{}), ParseStatus::kBadIpHeader);
+  // A port's BAD is taken too, for a header whose sum is right.
+  bytes[14 + 8] ^= 1;
+  EXPECT_EQ(parse(bytes, ParseConfig{}, &v, PortChecks{}), ParseStatus::kOk);
+  EXPECT_EQ(parse(bytes, ParseConfig{}, &v, bad), ParseStatus::kBadIpHeader);
   // What the port vouched for is the checksum alone: a header with options
   // is still refused.
   bytes[14] = 0x46;
-  EXPECT_EQ(parse(bytes, ParseConfig{}, &v, PortChecks{.ipv4_checksum = true}),
-            ParseStatus::kBadIpHeader);
+  EXPECT_EQ(parse(bytes, ParseConfig{}, &v, good), ParseStatus::kBadIpHeader);
 }
 
 TEST(Parse, Ipv4OptionsAndFragmentsAreRejected) {
