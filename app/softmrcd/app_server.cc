@@ -299,6 +299,9 @@ void AppServer::accept_on(Listener& l, uint64_t now_ns) {
     c->hello_by_ns = now_ns + kHelloTimeoutNs;
     ++counted_.connections;
     c->owner = next_owner_++;
+    // The owner is the protection domain of its regions and QPs; the
+    // daemon's own (the traffic generator's) are in the default domain.
+    if (next_owner_ == engine::kDefaultDomain) ++next_owner_;
     // The socket's mode keeps others out; a mode opened up by mistake does not
     // let them in: their first request gets EACCES.
     uint32_t uid = 0;
@@ -461,6 +464,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       region.host = static_cast<uint8_t*>(mem.addr);
       region.access = engine::kAccessLocalWrite |
                       ((r.access & SMRC_ACCESS_REMOTE_WRITE) ? engine::kAccessRemoteWrite : 0);
+      region.domain = c.owner;  // only this application's QPs reach it
       uint32_t key = 0;
       bool ok = false;
       task.call([&](EndpointTask& t, uint64_t) {
@@ -604,7 +608,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       uint32_t qpn = 0;
       AppQp* p = q.qp.get();
       task.call([&](EndpointTask& t, uint64_t) {
-        if (t.engine().create_qp(&qpn).ok()) stage.add_qp(qpn, p);
+        if (t.engine().create_qp(&qpn, c.owner).ok()) stage.add_qp(qpn, p);
       });
       if (qpn == 0) {
         shm::unmap_shared(&q.mem);

@@ -54,13 +54,13 @@ const Qp* Endpoint::qp(uint32_t qpn) const {
   return &qps_[qpn - 1];
 }
 
-Status Endpoint::create_qp(uint32_t* qpn) {
+Status Endpoint::create_qp(uint32_t* qpn, uint32_t domain) {
   const auto it = std::find(in_use_.begin(), in_use_.end(), false);
   if (it == in_use_.end()) return Status::error("create_qp: no free QP");
   const auto index = static_cast<uint32_t>(it - in_use_.begin());
   in_use_[index] = true;
   *qpn = index + 1;  // QPN 0 is the connectionless probe target
-  qps_[index].init(*qpn, cfg_.qp, cfg_.tuning);
+  qps_[index].init(*qpn, domain, cfg_.qp, cfg_.tuning);
   live_.push_back(*qpn);
   return {};
 }

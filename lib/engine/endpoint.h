@@ -44,7 +44,8 @@ class Endpoint {
  public:
   Status init(const EndpointConfig& cfg);
 
-  Status create_qp(uint32_t* qpn);
+  // The QP reads and writes only regions of `domain` (see memory_table.h).
+  Status create_qp(uint32_t* qpn, uint32_t domain = kDefaultDomain);
   Status destroy_qp(uint32_t qpn);
   Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask, TimeNs now);
   Status query_qp(uint32_t qpn, QpState* state, QpAttr* attr) const;

@@ -42,11 +42,13 @@ Status MemoryTable::deregister_region(uint32_t key) {
   return {};
 }
 
-uint8_t* MemoryTable::translate(uint32_t key, uint64_t va, uint64_t len, uint32_t access) const {
+uint8_t* MemoryTable::translate(uint32_t key, uint64_t va, uint64_t len, uint32_t access,
+                                uint32_t domain) const {
   const uint32_t index = key & kIndexMask;
   if (index >= slots_.size()) return nullptr;
   const Slot& s = slots_[index];
-  if (!s.live || s.generation != key >> kIndexBits || (s.region.access & access) != access)
+  if (!s.live || s.generation != key >> kIndexBits || s.region.domain != domain ||
+      (s.region.access & access) != access)
     return nullptr;
   const Region& r = s.region;
   if (va < r.va) return nullptr;

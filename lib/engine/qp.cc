@@ -10,8 +10,9 @@
 
 namespace softmrc::engine {
 
-void Qp::init(uint32_t qpn, const QpLimits& limits, const QpTuning& tuning) {
+void Qp::init(uint32_t qpn, uint32_t domain, const QpLimits& limits, const QpTuning& tuning) {
   qpn_ = qpn;
+  domain_ = domain;
   limits_ = limits;
   tuning_ = tuning;
   const uint32_t window = uint32_t{limits.max_mpr} * kMprUnitPsns;

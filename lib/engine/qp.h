@@ -61,9 +61,11 @@ struct Sinks {
 
 class Qp {
  public:
-  void init(uint32_t qpn, const QpLimits& limits, const QpTuning& tuning);
+  // `domain`: the protection domain whose regions the QP reads and writes.
+  void init(uint32_t qpn, uint32_t domain, const QpLimits& limits, const QpTuning& tuning);
 
   uint32_t qpn() const { return qpn_; }
+  uint32_t domain() const { return domain_; }
   QpState state() const { return state_; }
   const QpAttr& attr() const { return attr_; }
   Status modify(const QpAttr& attr, uint32_t mask, TimeNs now, Sinks& s);
@@ -193,6 +195,7 @@ class Qp {
   bool place(const wire::PacketView& pkt, Sinks& s, wire::NackCode* why);
 
   uint32_t qpn_ = 0;
+  uint32_t domain_ = kDefaultDomain;
   QpLimits limits_{};
   QpTuning tuning_{};
   QpState state_ = QpState::kReset;

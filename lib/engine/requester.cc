@@ -40,7 +40,7 @@ Status Qp::post_write(const WriteRequest& wr, const MemoryTable& mem) {
   if (wr.with_imm && attr_.max_wimm == 0) return Status::error("post_write: max_wimm is 0");
   const uint8_t* src = nullptr;
   if (wr.length > 0) {
-    src = mem.translate(wr.lkey, wr.local_addr, wr.length, 0);
+    src = mem.translate(wr.lkey, wr.local_addr, wr.length, 0, domain_);
     if (src == nullptr) return Status::error("post_write: local buffer outside the lkey's region");
   }
   if (sq_.full()) return Status::error("post_write: send queue full");

@@ -71,7 +71,7 @@ bool Qp::place(const wire::PacketView& pkt, Sinks& s, wire::NackCode* why) {
   if (wire::is_last(t.opcode) && d.offset + len != d.msg_len) return false;
   if (!wire::is_last(t.opcode) && len != attr_.path_mtu) return false;
   if (len == 0) return true;  // a zero-length Write touches no memory
-  uint8_t* dst = s.mem.translate(d.rkey, d.va, len, kAccessRemoteWrite);
+  uint8_t* dst = s.mem.translate(d.rkey, d.va, len, kAccessRemoteWrite, domain_);
   if (dst == nullptr) {
     *why = wire::NackCode::kRemoteAccess;
     return false;

@@ -29,6 +29,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -578,6 +579,59 @@ int stream(const char* sock, bool send, bool until_flush = false, uint64_t ev_pr
   }
 }
 
+// Isolation between applications: the peer of one application's QP aims a
+// Write at another application's region, naming its key and address exactly.
+//   victim: fills its region with a byte, prints "victim <rkey> <addr> <len>",
+//           and on the line "check" prints whether the region is untouched;
+//   trespass: connects (exchange), then reads the victim's line and writes
+//           there; prints the completion's status.
+int victim(const char* sock) {
+  Basic b;
+  if (!setup(sock, &b)) return 2;
+  auto* mem = static_cast<uint8_t*>(b.mr->addr);
+  std::memset(mem, 0x5a, b.mr->length);
+  std::printf("victim %u %" PRIu64 " %zu\n", b.mr->rkey,
+              static_cast<uint64_t>(reinterpret_cast<uintptr_t>(mem)), b.mr->length);
+  std::fflush(stdout);
+  char line[16];
+  if (std::scanf("%15s", line) != 1 || std::strcmp(line, "check") != 0) return 3;
+  const size_t intact =
+      static_cast<size_t>(std::count(mem, mem + b.mr->length, static_cast<uint8_t>(0x5a)));
+  std::printf("victim: %zu of %zu bytes intact\n", intact, b.mr->length);
+  return intact == b.mr->length ? 0 : 1;
+}
+
+int trespass(const char* sock) {
+  Basic b;
+  if (!setup(sock, &b)) return 2;
+  uint32_t qpn, rkey;
+  uint64_t addr;
+  smrc_gid gid;
+  if (!exchange(b, &qpn, &rkey, &addr, &gid) || to_rts(b.qp, gid, qpn, 14, 4) != 0) return 3;
+  char word[16];
+  uint32_t victim_rkey;
+  uint64_t victim_addr;
+  size_t victim_len;
+  if (std::scanf("%15s %u %" SCNu64 " %zu", word, &victim_rkey, &victim_addr, &victim_len) != 4 ||
+      std::strcmp(word, "victim") != 0)
+    return 3;
+  const uint32_t len = static_cast<uint32_t>(std::min<size_t>(victim_len, 65536));
+  std::memset(b.mr->addr, 0xa5, len);
+  smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), len, b.mr->lkey};
+  smrc_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = SMRC_WR_RDMA_WRITE;
+  wr.send_flags = SMRC_SEND_SIGNALED;
+  wr.rdma.remote_addr = victim_addr;
+  wr.rdma.rkey = victim_rkey;
+  if (smrc_post_send(b.qp, &wr, nullptr) != 0) return 4;
+  smrc_wc wc;
+  if (poll_one(b.cq, &wc, 10000) != 1) return 5;
+  std::printf("trespass: %s\n", smrc_wc_status_str(static_cast<smrc_wc_status>(wc.status)));
+  return 0;
+}
+
 // A receive posted behind more Writes than the send queue takes (a
 // collective's deep send queue) must be in place for a Write-with-Immediate
 // its peer sends as soon as it hears the receive was posted.
@@ -785,6 +839,8 @@ int main(int argc, char** argv) {
   }
   if (mode == "sink") return stream(argv[2], false);
   if (mode == "daemon_dies") return daemon_dies(argv[2]);
+  if (mode == "victim") return victim(argv[2]);
+  if (mode == "trespass") return trespass(argv[2]);
   if (mode == "recv_behind_sends" && argc == 4)
     return recv_behind_sends(argv[2], std::strcmp(argv[3], "deep") == 0);
   if (mode == "contexts" && argc == 3) return contexts(argv[2]);

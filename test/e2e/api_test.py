@@ -455,6 +455,26 @@ def case_app_killed(args):
     with_pair(args, body)
 
 
+def case_foreign_rkey(args):
+    def body(a, b):
+        # y's QP and the victim's region are two applications of daemon a; the
+        # trespasser, y's peer on b, learns the victim's key and address.
+        victim = App([args.helper, 'victim', sock(args, 'app-a')])
+        y = App([args.helper, 'sink', sock(args, 'app-a')])
+        trespasser = App([args.helper, 'trespass', sock(args, 'app-b')])
+        connect(y, trespasser)
+        trespasser.send(victim.read_line(r'^victim \d+ \d+ \d+$'))
+        line = trespasser.read_line(r'^trespass: ', timeout=20)
+        check(line == 'trespass: remote access error', line)
+        victim.send('check')
+        code, out = victim.finish()
+        check(code == 0, f'victim {code}: {out}')
+        print(out, end='')
+        code, out = trespasser.finish()
+        check(code == 0, f'trespasser {code}: {out}')
+    with_pair(args, body)
+
+
 def case_recv_behind_sends(args):
     def body(a, b):
         deep = App([args.helper, 'recv_behind_sends', sock(args, 'app-a'), 'deep'])

@@ -23,39 +23,54 @@ class MemoryTableTest : public ::testing::Test {
 };
 
 TEST_F(MemoryTableTest, TranslatesAnAddressInsideTheRegion) {
-  EXPECT_EQ(table.translate(key, 0x1000, 256, kAccessRemoteWrite), buf.data());
-  EXPECT_EQ(table.translate(key, 0x1010, 16, kAccessRemoteWrite), buf.data() + 0x10);
-  EXPECT_EQ(table.translate(key, 0x1100, 0, kAccessRemoteWrite), buf.data() + 256);
+  EXPECT_EQ(table.translate(key, 0x1000, 256, kAccessRemoteWrite, kDefaultDomain), buf.data());
+  EXPECT_EQ(table.translate(key, 0x1010, 16, kAccessRemoteWrite, kDefaultDomain),
+            buf.data() + 0x10);
+  EXPECT_EQ(table.translate(key, 0x1100, 0, kAccessRemoteWrite, kDefaultDomain), buf.data() + 256);
 }
 
 TEST_F(MemoryTableTest, RefusesAnyByteOutsideTheRegion) {
-  EXPECT_EQ(table.translate(key, 0xfff, 1, kAccessRemoteWrite), nullptr);
-  EXPECT_EQ(table.translate(key, 0x1000, 257, kAccessRemoteWrite), nullptr);
-  EXPECT_EQ(table.translate(key, 0x10ff, 2, kAccessRemoteWrite), nullptr);
-  EXPECT_EQ(table.translate(key, 0x1101, 0, kAccessRemoteWrite), nullptr);
-  EXPECT_EQ(table.translate(key, UINT64_MAX, 2, kAccessRemoteWrite), nullptr);
-  EXPECT_EQ(table.translate(key, 0x1010, UINT64_MAX, kAccessRemoteWrite), nullptr);
+  EXPECT_EQ(table.translate(key, 0xfff, 1, kAccessRemoteWrite, kDefaultDomain), nullptr);
+  EXPECT_EQ(table.translate(key, 0x1000, 257, kAccessRemoteWrite, kDefaultDomain), nullptr);
+  EXPECT_EQ(table.translate(key, 0x10ff, 2, kAccessRemoteWrite, kDefaultDomain), nullptr);
+  EXPECT_EQ(table.translate(key, 0x1101, 0, kAccessRemoteWrite, kDefaultDomain), nullptr);
+  EXPECT_EQ(table.translate(key, UINT64_MAX, 2, kAccessRemoteWrite, kDefaultDomain), nullptr);
+  EXPECT_EQ(table.translate(key, 0x1010, UINT64_MAX, kAccessRemoteWrite, kDefaultDomain), nullptr);
 }
 
 TEST_F(MemoryTableTest, RefusesAnAccessTheRegionDoesNotGrant) {
-  EXPECT_EQ(table.translate(key, 0x1000, 1, kAccessLocalWrite), nullptr);
+  EXPECT_EQ(table.translate(key, 0x1000, 1, kAccessLocalWrite, kDefaultDomain), nullptr);
 }
 
 TEST_F(MemoryTableTest, KeyOfADeregisteredRegionNeverMatchesAgain) {
   ASSERT_TRUE(table.deregister_region(key).ok());
-  EXPECT_EQ(table.translate(key, 0x1000, 1, kAccessRemoteWrite), nullptr);
+  EXPECT_EQ(table.translate(key, 0x1000, 1, kAccessRemoteWrite, kDefaultDomain), nullptr);
   uint32_t key2 = 0;
   ASSERT_TRUE(
       table.register_region(Region{0x1000, buf.size(), buf.data(), kAccessRemoteWrite}, &key2)
           .ok());
   EXPECT_NE(key2, key);
-  EXPECT_EQ(table.translate(key, 0x1000, 1, kAccessRemoteWrite), nullptr);
-  EXPECT_NE(table.translate(key2, 0x1000, 1, kAccessRemoteWrite), nullptr);
+  EXPECT_EQ(table.translate(key, 0x1000, 1, kAccessRemoteWrite, kDefaultDomain), nullptr);
+  EXPECT_NE(table.translate(key2, 0x1000, 1, kAccessRemoteWrite, kDefaultDomain), nullptr);
   EXPECT_FALSE(table.deregister_region(key).ok());
 }
 
+TEST_F(MemoryTableTest, AKeyReachesItsRegionOnlyFromTheRegionsDomain) {
+  uint32_t other = 0;
+  ASSERT_TRUE(table
+                  .register_region(Region{0x1000, buf.size(), buf.data(),
+                                          kAccessLocalWrite | kAccessRemoteWrite, 7},
+                                   &other)
+                  .ok());
+  EXPECT_EQ(table.translate(other, 0x1000, 1, kAccessRemoteWrite, 7), buf.data());
+  EXPECT_EQ(table.translate(other, 0x1000, 1, 0, 7), buf.data());
+  EXPECT_EQ(table.translate(other, 0x1000, 1, kAccessRemoteWrite, 8), nullptr);
+  EXPECT_EQ(table.translate(other, 0x1000, 1, 0, kDefaultDomain), nullptr);
+  EXPECT_EQ(table.translate(key, 0x1000, 1, kAccessRemoteWrite, 7), nullptr);
+}
+
 TEST_F(MemoryTableTest, UnknownKeysAndBadRegionsAreRefused) {
-  EXPECT_EQ(table.translate(0xdead, 0x1000, 1, kAccessRemoteWrite), nullptr);
+  EXPECT_EQ(table.translate(0xdead, 0x1000, 1, kAccessRemoteWrite, kDefaultDomain), nullptr);
   uint32_t k = 0;
   EXPECT_FALSE(table.register_region(Region{0x10, 16, nullptr, 0}, &k).ok());
   EXPECT_FALSE(table.register_region(Region{UINT64_MAX - 4, 16, buf.data(), 0}, &k).ok());

@@ -425,6 +425,56 @@ TEST(TwoEndpoints, WriteOutsideTheRemoteRegionFailsTheRequestWithRemoteAccessErr
   EXPECT_EQ(h.b().mem.size(), before.size());
 }
 
+// softmrcd gives each application a protection domain: a peer that names
+// another application's key, address and length exactly is still refused.
+TEST(TwoEndpoints, WriteToARegionOfAnotherDomainFailsWithRemoteAccessErrorAndLeavesItAlone) {
+  Harness h(quiet_config());
+  std::vector<uint8_t> other(8192, 0x5a);
+  const uint64_t other_va = 0x70000000;
+  uint32_t other_key = 0;
+  ASSERT_TRUE(h.b()
+                  .ep
+                  .register_region(Region{other_va, other.size(), other.data(),
+                                          kAccessLocalWrite | kAccessRemoteWrite, 9},
+                                   &other_key)
+                  .ok());
+  WriteRequest wr;
+  wr.wr_id = 1;
+  wr.local_addr = region_va(0);
+  wr.length = 4096;
+  wr.lkey = h.a().key;
+  wr.remote_addr = other_va;
+  wr.rkey = other_key;
+  ASSERT_TRUE(h.a().ep.post_write(h.a().qpn, wr).ok());
+  ASSERT_TRUE(h.run([&] { return !h.completions(0).empty(); }, 10'000'000));
+  EXPECT_EQ(h.completions(0)[0].status, WcStatus::kRemoteAccessError);
+  EXPECT_TRUE(has_error(h, 1, WcStatus::kRemoteAccessError));
+  EXPECT_EQ(std::count(other.begin(), other.end(), 0x5a), static_cast<long>(other.size()));
+}
+
+TEST(TwoEndpoints, AQpSendsOnlyFromRegionsOfItsOwnDomain) {
+  Harness h(quiet_config());
+  std::vector<uint8_t> other(4096, 0x5a);
+  const uint64_t other_va = 0x70000000;
+  uint32_t foreign = 0;
+  ASSERT_TRUE(h.a()
+                  .ep
+                  .register_region(
+                      Region{other_va, other.size(), other.data(), kAccessLocalWrite, 9}, &foreign)
+                  .ok());
+  WriteRequest wr;
+  wr.wr_id = 1;
+  wr.local_addr = other_va;
+  wr.length = 4096;
+  wr.lkey = foreign;
+  wr.remote_addr = region_va(1);
+  wr.rkey = h.b().key;
+  EXPECT_FALSE(h.a().ep.post_write(h.a().qpn, wr).ok());
+  wr.local_addr = region_va(0);
+  wr.lkey = h.a().key;
+  EXPECT_TRUE(h.a().ep.post_write(h.a().qpn, wr).ok());
+}
+
 TEST(TwoEndpoints, BlackHoledEvIsMarkedAssumedBadAndRestoredByProbesWhenItHeals) {
   Harness h(quiet_config());
   h.pipe(0, 0).dead_evs = 1u << 2;  // A's EV 2 (plane 0) swallows everything
