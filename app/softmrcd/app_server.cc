@@ -810,7 +810,7 @@ void AppServer::drop(Client& c) {
   c.l->task->call([&](EndpointTask& t, uint64_t) {
     for (auto& [qpn, q] : c.qps) {
       stage.remove_qp(qpn);
-      (void)t.engine().destroy_qp(qpn);
+      (void)t.engine().abort_qp(qpn);  // its peer hears of it at once
     }
     for (auto& [id, cq] : c.cqs) stage.remove_cq(cq.cq.get());
     for (auto& [key, r] : c.regions) {

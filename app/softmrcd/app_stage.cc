@@ -41,6 +41,8 @@ WcStatus wc_status(engine::WcStatus s) {
       return WcStatus::kRemInvReqErr;
     case engine::WcStatus::kFlushed:
       return WcStatus::kWrFlushErr;
+    case engine::WcStatus::kRemoteOperationalError:
+      return WcStatus::kRemOpErr;
   }
   return WcStatus::kGeneralErr;
 }

@@ -302,6 +302,7 @@ void stats_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, Report*
     r.num("drops", s.drops.total());
     r.num("retransmits", retransmits(s));
     r.num("qps", s.num_qps);
+    r.num("qp_gone_tx", s.engine.qp_gone_tx);  // peers told an application's QP is gone
     r.num("txgen_posted", s.txgen.posted);
     r.num("txgen_completed", s.txgen.completed);
     r.num("txgen_in_flight", s.txgen.in_flight);

@@ -11,7 +11,7 @@
 
 namespace softmrc::engine {
 
-inline constexpr size_t kNackCodes = 5;  // wire::NackCode values
+inline constexpr size_t kNackCodes = 6;  // wire::NackCode values
 
 // Why a data packet was sent again.
 enum class RetxCause : uint8_t {
@@ -64,6 +64,7 @@ struct EndpointCounters {
   uint64_t probe_replies_tx = 0;
   uint64_t ctrl_dropped = 0;  // control packet queue full
   uint64_t ctrl_no_ev = 0;    // no usable EV back to the peer
+  uint64_t qp_gone_tx = 0;    // QP_GONE NACKs abort_qp sent
   uint64_t events_lost = 0;   // event queue full
   uint64_t cq_overflow = 0;   // completion queue full: completions lost
   // What QPs destroyed since had retransmitted: with the live QPs' own

@@ -87,6 +87,38 @@ Status Endpoint::destroy_qp(uint32_t qpn) {
   return {};
 }
 
+Status Endpoint::abort_qp(uint32_t qpn) {
+  const Qp* q = find(qpn);
+  if (q == nullptr) return Status::error("abort_qp: unknown QPN");
+  if (q->state() == QpState::kRtr || q->state() == QpState::kRts) {
+    for (uint8_t plane = 0; plane < cfg_.num_planes; ++plane) {
+      if (!plane_up(plane)) continue;
+      TxPacket* out = ctrl_.emplace();
+      if (out == nullptr) {
+        ++counters_.ctrl_dropped;
+        continue;
+      }
+      // Not the QP's own packet: it goes on the default path, so that it
+      // outlives the QP and its EV set.
+      out->peer = q->attr().peer;
+      out->src_qpn = kQpnConnectionless;
+      out->plane = plane;
+      out->ev = kNoEv;
+      out->wire_ev = &kDefaultEv;
+      out->is_data = false;
+      clear_transport(out);
+      out->t.opcode = wire::Opcode::kNack;
+      out->t.dest_qpn = q->attr().dest_qpn;
+      wire::Feedback& fb = out->t.fb;
+      fb.cum_psn = fb.ref_psn = fb.sack_base = q->epsn();
+      fb.window_mpr = q->attr().mpr_dest;
+      fb.code = wire::NackCode::kQpGone;
+      ++counters_.qp_gone_tx;
+    }
+  }
+  return destroy_qp(qpn);
+}
+
 void Endpoint::make_ready(uint32_t qpn) {
   if (queued_[qpn - 1]) return;
   queued_[qpn - 1] = true;

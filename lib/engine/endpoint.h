@@ -47,6 +47,11 @@ class Endpoint {
   // The QP reads and writes only regions of `domain` (see memory_table.h).
   Status create_qp(uint32_t* qpn, uint32_t domain = kDefaultDomain);
   Status destroy_qp(uint32_t qpn);
+  // destroy_qp for a QP whose owner is gone (softmrcd: its application
+  // exited): a connected QP first tells its peer with a QP_GONE NACK on
+  // every up plane, so that the peer fails at once instead of retrying
+  // into a timeout (or, as a receiver, never hearing of it).
+  Status abort_qp(uint32_t qpn);
   Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask, TimeNs now);
   Status query_qp(uint32_t qpn, QpState* state, QpAttr* attr) const;
   // RESET -> INIT -> RTR -> RTS in one call, each step taking its own fields

@@ -28,6 +28,8 @@ const char* wc_status_name(WcStatus status) {
       return "REMOTE_INVALID_REQUEST";
     case WcStatus::kFlushed:
       return "FLUSHED";
+    case WcStatus::kRemoteOperationalError:
+      return "REMOTE_OPERATIONAL_ERROR";
   }
   return "?";
 }

@@ -399,6 +399,19 @@ void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
          s);
     return;
   }
+  if (fb.code == wire::NackCode::kQpGone) {
+    // Only for a PSN this QP could have sent: a stale notice meant for an
+    // earlier QP of this number must not fail a new one.
+    if (psn_diff(ref, snd_una_) < 0 || psn_diff(ref, snd_nxt_) > 0) {
+      ++counters_.feedback_ignored;
+      return;
+    }
+    // The first unfinished request takes the status, whatever the peer
+    // had received of it; the rest are flushed.
+    fail(WcStatus::kRemoteOperationalError, sq_.empty() ? kNil : sq_.head(),
+         "the peer's QP is gone (its application exited)", s);
+    return;
+  }
   const uint32_t cum = fb.cum_psn & wire::kPsnMask;
   if (psn_diff(cum, snd_nxt_) > 0) {  // acknowledges what was never sent
     ++counters_.feedback_ignored;

@@ -32,10 +32,11 @@ inline constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 31;
 enum class WcOpcode : uint8_t { kWrite, kWriteImm, kRecvWriteImm };
 enum class WcStatus : uint8_t {
   kSuccess,
-  kRetryExceeded,         // both retry counts ran out
-  kRemoteAccessError,     // the responder refused the target (rkey, bounds, access)
-  kRemoteInvalidRequest,  // malformed request, or a WIMM with no receive posted
-  kFlushed,               // the QP went to ERROR before this request finished
+  kRetryExceeded,           // both retry counts ran out
+  kRemoteAccessError,       // the responder refused the target (rkey, bounds, access)
+  kRemoteInvalidRequest,    // malformed request, or a WIMM with no receive posted
+  kFlushed,                 // the QP went to ERROR before this request finished
+  kRemoteOperationalError,  // the peer's QP is gone (QP_GONE NACK)
 };
 const char* wc_opcode_name(WcOpcode op);
 const char* wc_status_name(WcStatus status);

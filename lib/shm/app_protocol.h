@@ -254,6 +254,7 @@ enum class WcStatus : uint8_t {
   kRetryExcErr,
   kFatalErr,
   kGeneralErr,
+  kRemOpErr,
 };
 enum class CqeOpcode : uint8_t { kWrite = 0, kWriteImm = 1, kRecvWriteImm = 2 };
 

@@ -797,6 +797,8 @@ const char* smrc_wc_status_str(enum smrc_wc_status s) {
       return "fatal error (daemon gone)";
     case SMRC_WC_GENERAL_ERR:
       return "general error";
+    case SMRC_WC_REM_OP_ERR:
+      return "remote operation error";
   }
   return "unknown status";
 }

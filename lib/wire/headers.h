@@ -71,6 +71,7 @@ enum class NackCode : uint8_t {
   kOutOfWindow = 2,     // PSN beyond the responder's MPR window
   kRemoteAccess = 3,    // bad rkey, or address/length outside the region
   kInvalidRequest = 4,  // malformed request, or WIMM with no receive posted
+  kQpGone = 5,          // the responder's QP was torn down (its owner is gone)
 };
 const char* nack_code_name(NackCode code);
 

@@ -43,6 +43,8 @@ const char* nack_code_name(NackCode code) {
       return "remote_access";
     case NackCode::kInvalidRequest:
       return "invalid_request";
+    case NackCode::kQpGone:
+      return "qp_gone";
   }
   return "unknown";
 }

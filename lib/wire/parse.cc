@@ -78,7 +78,7 @@ ParseStatus check_fields(const Transport& t, uint32_t payload_len, bool trimmed)
   } else if (is_feedback(t.opcode)) {
     const bool nack = t.opcode == Opcode::kNack;
     const auto code = static_cast<uint8_t>(t.fb.code);
-    if (nack != (code != 0) || code > static_cast<uint8_t>(NackCode::kInvalidRequest))
+    if (nack != (code != 0) || code > static_cast<uint8_t>(NackCode::kQpGone))
       return ParseStatus::kBadField;
   } else if (t.opcode == Opcode::kPortStatus) {
     if (t.port_status.num_planes > 32) return ParseStatus::kBadField;

@@ -40,6 +40,7 @@ local nack_names = {
   [2] = "out_of_window",
   [3] = "remote_access",
   [4] = "invalid_request",
+  [5] = "qp_gone",
 }
 local kIcrcGood, kIcrcBad, kIcrcUnverified, kIcrcAbsent = 0, 1, 2, 3
 local icrc_status_names = {

@@ -535,8 +535,15 @@ int stream(const char* sock, bool send, bool until_flush = false, uint64_t ev_pr
     return 3;
   std::printf("ready\n");
   std::fflush(stdout);
-  if (!send) {
-    for (;;) pause();
+  if (!send) {  // a receiver: says what befalls its QP, until killed
+    for (;;) {
+      smrc_async_event ev;
+      if (smrc_get_async_event(b.ctx, &ev, -1) != 0) return 4;
+      std::printf("event: %s: %s\n",
+                  smrc_event_type_str(static_cast<smrc_event_type>(ev.event_type)),
+                  smrc_wc_status_str(static_cast<smrc_wc_status>(ev.status)));
+      std::fflush(stdout);
+    }
   }
   smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), 65536, b.mr->lkey};
   smrc_send_wr wr{};
@@ -562,6 +569,11 @@ int stream(const char* sock, bool send, bool until_flush = false, uint64_t ev_pr
       if (until_flush && wc[i].status == SMRC_WC_WR_FLUSH_ERR) {
         ++flushed;
         continue;
+      }
+      if (wc[i].status == SMRC_WC_REM_OP_ERR && flushed == 0) {  // the receiver exited
+        std::printf("peer gone: %s after %" PRIu64 " written\n",
+                    smrc_wc_status_str(SMRC_WC_REM_OP_ERR), done);
+        return 0;
       }
       // Nothing succeeds after the first flushed completion.
       if (wc[i].status != SMRC_WC_SUCCESS || flushed > 0) {

@@ -445,11 +445,25 @@ def case_app_killed(args):
         tx.proc.kill()
         tx.proc.wait()
         a.read_until(r'application \d+ went away: 1 QPs destroyed, 1 regions freed', timeout=10)
-        # b's QP errors once its retries run out (the peer QP is gone)...
+        # a tells b's QP that its peer is gone: the receiver hears at once...
+        line = rx.read_line(r'^event: QP fatal', timeout=10)  # not the ports' events
+        check(line == 'event: QP fatal: remote operation error', line)
         rx.proc.kill()
         rx.proc.wait()
         b.read_until(r'application \d+ went away', timeout=10)
-        # ...and both daemons go on serving applications.
+        # ...and so does a sender whose receiver is killed.
+        tx = App([args.helper, 'stream', sock(args, 'app-b')])
+        rx = App([args.helper, 'sink', sock(args, 'app-a')])
+        connect(tx, rx)
+        tx.read_line(r'^written \d+', timeout=15)
+        rx.proc.kill()
+        rx.proc.wait()
+        line = tx.read_line(r'^peer gone: ', timeout=10)
+        check(line.startswith('peer gone: remote operation error after '), line)
+        code, out = tx.finish()
+        check(code == 0, f'sender {code}: {out}')
+        a.read_until(r'application \d+ went away', timeout=10)
+        # Both daemons go on serving applications.
         run_example(args, a, b)
         check(a.proc.poll() is None and b.proc.poll() is None, 'a daemon exited')
     with_pair(args, body)

@@ -227,9 +227,10 @@ class Script {
     // Mostly the codes a requester recovers from (trimmed, out of window);
     // the fatal ones move the QP to ERROR.
     constexpr wire::NackCode kCodes[] = {
-        wire::NackCode::kTrimmed,       wire::NackCode::kTrimmed,     wire::NackCode::kTrimmed,
-        wire::NackCode::kOutOfWindow,   wire::NackCode::kOutOfWindow, wire::NackCode::kRemoteAccess,
-        wire::NackCode::kInvalidRequest};
+        wire::NackCode::kTrimmed,        wire::NackCode::kTrimmed,
+        wire::NackCode::kTrimmed,        wire::NackCode::kOutOfWindow,
+        wire::NackCode::kOutOfWindow,    wire::NackCode::kRemoteAccess,
+        wire::NackCode::kInvalidRequest, wire::NackCode::kQpGone};
     f.code = nack ? kCodes[in.ConsumeIntegralInRange<size_t>(0, std::size(kCodes) - 1)]
                   : wire::NackCode::kNone;
     f.flags = in.ConsumeIntegral<uint8_t>();

@@ -679,6 +679,33 @@ TEST(Nack, RemoteAccessNackFailsThatRequestAndFlushesTheRest) {
   EXPECT_EQ(q.qp().state(), QpState::kError);
 }
 
+TEST(Nack, QpGoneFailsTheFirstUnackedRequestWithRemoteOperationalError) {
+  OneQp q;
+  for (uint64_t i = 1; i <= 3; ++i) ASSERT_TRUE(q.write(i, 0, 100).ok());
+  const auto tx = q.tx(0);
+  q.ep.on_packet(q.ack(101, 100, tx[0].ev), 0, 1000);
+  q.ep.on_packet(q.ack(101, 101, 0, {}, NackCode::kQpGone), 0, 1100);
+  const auto c = q.completions();
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(c[1].status, WcStatus::kRemoteOperationalError);
+  EXPECT_EQ(c[2].status, WcStatus::kFlushed);
+  EXPECT_EQ(q.qp().state(), QpState::kError);
+}
+
+TEST(Nack, QpGoneForAPsnThisQpCouldNotHaveSentIsIgnored) {
+  OneQp q;
+  ASSERT_TRUE(q.write(1, 0, 100).ok());
+  q.tx(0);                                                              // PSN 100 outstanding
+  q.ep.on_packet(q.ack(100, 99, 0, {}, NackCode::kQpGone), 0, 1000);    // before it
+  q.ep.on_packet(q.ack(100, 5000, 0, {}, NackCode::kQpGone), 0, 1100);  // never sent
+  EXPECT_EQ(q.qp().state(), QpState::kRts);
+  EXPECT_EQ(q.qp().counters().feedback_ignored, 2u);
+  EXPECT_TRUE(q.completions().empty());
+  q.ep.on_packet(q.ack(100, 101, 0, {}, NackCode::kQpGone), 0, 1200);  // all sent, none acked
+  EXPECT_EQ(q.qp().state(), QpState::kError);
+}
+
 TEST(Probe, AssumedBadEvIsProbedWithBackoffAndAReplyRestoresIt) {
   OneQp q;  // probes after 10 us, then 20 us, ...
   ASSERT_TRUE(q.write(1, 0, 10 * 1024).ok());

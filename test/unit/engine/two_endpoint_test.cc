@@ -475,6 +475,44 @@ TEST(TwoEndpoints, AQpSendsOnlyFromRegionsOfItsOwnDomain) {
   EXPECT_TRUE(h.a().ep.post_write(h.a().qpn, wr).ok());
 }
 
+// softmrcd aborts the QPs of an application that exited: the peer fails at
+// once (well inside one ACK timeout), as a sender and as a receiver.
+TEST(TwoEndpoints, AbortedQpFailsItsPeerWithRemoteOperationalErrorAtOnce) {
+  Harness h(quiet_config());
+  post_receives(h, 0, 4);  // A receives too: they are flushed
+  WriteRequest wr;
+  wr.wr_id = 1;
+  wr.local_addr = region_va(0);
+  wr.length = 128 * 1024;
+  wr.lkey = h.a().key;
+  wr.remote_addr = region_va(1);
+  wr.rkey = h.b().key;
+  ASSERT_TRUE(h.a().ep.post_write(h.a().qpn, wr).ok());
+  ASSERT_TRUE(h.run([&] { return h.b().ep.qp(h.b().qpn)->epsn() != 0; }, 10'000'000));
+  const TimeNs aborted_at = h.now();
+  ASSERT_TRUE(h.b().ep.abort_qp(h.b().qpn).ok());
+  EXPECT_EQ(h.b().ep.counters().qp_gone_tx, 2u);  // one per up plane
+  EXPECT_EQ(h.b().ep.qp(h.b().qpn), nullptr);
+  ASSERT_TRUE(
+      h.run([&] { return has_error(h, 0, WcStatus::kRemoteOperationalError); }, 10'000'000));
+  EXPECT_LT(h.now() - aborted_at, ack_timeout_ns(quiet_config().timeout));
+  const auto& c = h.completions(0);
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].status, WcStatus::kRemoteOperationalError);
+  EXPECT_EQ(std::count_if(c.begin(), c.end(),
+                          [](const Completion& x) { return x.status == WcStatus::kFlushed; }),
+            4);
+  EXPECT_EQ(h.a().ep.qp(h.a().qpn)->state(), QpState::kError);
+}
+
+TEST(TwoEndpoints, AbortedQpFailsAnIdlePeerToo) {
+  Harness h(quiet_config());
+  ASSERT_TRUE(h.a().ep.abort_qp(h.a().qpn).ok());
+  ASSERT_TRUE(
+      h.run([&] { return has_error(h, 1, WcStatus::kRemoteOperationalError); }, 10'000'000));
+  EXPECT_EQ(h.b().ep.qp(h.b().qpn)->state(), QpState::kError);
+}
+
 TEST(TwoEndpoints, BlackHoledEvIsMarkedAssumedBadAndRestoredByProbesWhenItHeals) {
   Harness h(quiet_config());
   h.pipe(0, 0).dead_evs = 1u << 2;  // A's EV 2 (plane 0) swallows everything

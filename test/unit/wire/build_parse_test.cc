@@ -330,8 +330,11 @@ TEST(Parse, NackWithoutCodeAndAckWithCodeAreBadFields) {
   ack.fb.code = NackCode::kOutOfWindow;
   EXPECT_EQ(parse_bytes(build(v6(), ack, {})), ParseStatus::kBadField);
   Transport unknown = make_transport(Opcode::kNack);
-  unknown.fb.code = static_cast<NackCode>(9);
+  unknown.fb.code = static_cast<NackCode>(static_cast<uint8_t>(NackCode::kQpGone) + 1);
   EXPECT_EQ(parse_bytes(build(v6(), unknown, {})), ParseStatus::kBadField);
+  Transport last = make_transport(Opcode::kNack);
+  last.fb.code = NackCode::kQpGone;
+  EXPECT_EQ(parse_bytes(build(v6(), last, {})), ParseStatus::kOk);
 }
 
 TEST(Parse, PortStatusMaskMustFitItsPlanes) {
