@@ -106,20 +106,20 @@ enum smrc_device_cap_flags {
 };
 
 struct smrc_device_attr {
-  char name[64];           /* the endpoint's name in the daemon's config */
-  uint32_t api_version;    /* the daemon's SMRC_API_VERSION */
-  uint32_t num_planes;     /* ports of the endpoint */
-  uint32_t max_qp;         /* QPs of the endpoint (all applications) */
-  uint32_t max_mr;         /* regions of the endpoint */
-  uint32_t max_cq;         /* CQs per context */
-  uint32_t max_cqe;        /* entries per CQ */
-  uint32_t max_qp_wr;      /* max_send_wr and max_recv_wr per QP */
-  uint64_t max_mr_size;    /* bytes per region */
-  uint64_t max_msg_size;   /* bytes per Write */
-  uint16_t max_wimm;       /* max_wimm and max_wimm_dest */
-  uint8_t max_mpr;         /* in 128-PSN units */
-  uint8_t max_timeout;     /* 24: 1.024 us * 2^24 */
-  uint32_t path_mtu;       /* the endpoint's path MTU (bytes) */
+  char name[64];             /* the endpoint's name in the daemon's config */
+  uint32_t api_version;      /* the daemon's SMRC_API_VERSION */
+  uint32_t num_planes;       /* ports of the endpoint */
+  uint32_t max_qp;           /* QPs of the endpoint (all applications) */
+  uint32_t max_mr;           /* regions of the endpoint */
+  uint32_t max_cq;           /* CQs per context */
+  uint32_t max_cqe;          /* entries per CQ */
+  uint32_t max_qp_wr;        /* max_send_wr and max_recv_wr per QP */
+  uint64_t max_mr_size;      /* bytes per region */
+  uint64_t max_msg_size;     /* bytes per Write */
+  uint16_t max_wimm;         /* max_wimm and max_wimm_dest */
+  uint8_t max_mpr;           /* in 128-PSN units */
+  uint8_t max_timeout;       /* 24: 1.024 us * 2^24 */
+  uint32_t path_mtu;         /* the endpoint's path MTU (bytes) */
   uint32_t device_cap_flags; /* SMRC_DEVICE_CAP_* */
   uint32_t num_ev_profiles;  /* ids 1..num_ev_profiles (smrc_query_profile) */
   uint32_t num_cc_profiles;
@@ -178,15 +178,15 @@ int smrc_free_mr(struct smrc_mr* mr);
 
 enum smrc_wc_status {
   SMRC_WC_SUCCESS = 0,
-  SMRC_WC_LOC_LEN_ERR,       /* a length over the limits */
-  SMRC_WC_LOC_QP_OP_ERR,     /* the QP cannot take this request (state, opcode) */
-  SMRC_WC_LOC_PROT_ERR,      /* the SGE is outside the lkey's region, or not ours */
-  SMRC_WC_WR_FLUSH_ERR,      /* the QP went to ERROR before this request finished */
-  SMRC_WC_BAD_RESP_ERR,      /* malformed or forged work request (opcode, handle) */
-  SMRC_WC_REM_ACCESS_ERR,    /* the responder refused the target (rkey, bounds, access) */
-  SMRC_WC_REM_INV_REQ_ERR,   /* the responder refused the request (no receive for a WIMM) */
-  SMRC_WC_RETRY_EXC_ERR,     /* no acknowledgement within the retry counts */
-  SMRC_WC_FATAL_ERR,         /* the daemon is gone */
+  SMRC_WC_LOC_LEN_ERR,     /* a length over the limits */
+  SMRC_WC_LOC_QP_OP_ERR,   /* the QP cannot take this request (state, opcode) */
+  SMRC_WC_LOC_PROT_ERR,    /* the SGE is outside the lkey's region, or not ours */
+  SMRC_WC_WR_FLUSH_ERR,    /* the QP went to ERROR before this request finished */
+  SMRC_WC_BAD_RESP_ERR,    /* malformed or forged work request (opcode, handle) */
+  SMRC_WC_REM_ACCESS_ERR,  /* the responder refused the target (rkey, bounds, access) */
+  SMRC_WC_REM_INV_REQ_ERR, /* the responder refused the request (no receive for a WIMM) */
+  SMRC_WC_RETRY_EXC_ERR,   /* no acknowledgement within the retry counts */
+  SMRC_WC_FATAL_ERR,       /* the daemon is gone */
   SMRC_WC_GENERAL_ERR,
   SMRC_WC_REM_OP_ERR,        /* the peer's QP is gone (its application exited) */
 };
@@ -205,12 +205,12 @@ enum smrc_wc_flags {
 
 struct smrc_wc {
   uint64_t wr_id;
-  uint32_t status;   /* enum smrc_wc_status */
-  uint32_t opcode;   /* enum smrc_wc_opcode; valid only on success */
+  uint32_t status; /* enum smrc_wc_status */
+  uint32_t opcode; /* enum smrc_wc_opcode; valid only on success */
   uint32_t qp_num;
-  uint32_t byte_len; /* receive: the WIMM message's length */
-  uint32_t imm_data; /* receive: the immediate, network byte order */
-  uint32_t wc_flags; /* SMRC_WC_WITH_IMM */
+  uint32_t byte_len;   /* receive: the WIMM message's length */
+  uint32_t imm_data;   /* receive: the immediate, network byte order */
+  uint32_t wc_flags;   /* SMRC_WC_WITH_IMM */
   uint32_t vendor_err; /* a daemon-specific detail, 0 if none */
   uint32_t reserved;
 };
@@ -260,10 +260,10 @@ void smrc_ack_cq_events(struct smrc_cq* cq, unsigned int nevents);
 /* Queue pairs                                                         */
 
 struct smrc_qp_cap {
-  uint32_t max_send_wr; /* Writes outstanding at once */
-  uint32_t max_recv_wr; /* receives posted at once */
-  uint32_t max_send_sge; /* 0 or 1 */
-  uint32_t max_recv_sge; /* ignored: receives have no SGEs */
+  uint32_t max_send_wr;     /* Writes outstanding at once */
+  uint32_t max_recv_wr;     /* receives posted at once */
+  uint32_t max_send_sge;    /* 0 or 1 */
+  uint32_t max_recv_sge;    /* ignored: receives have no SGEs */
   uint32_t max_inline_data; /* must be 0 */
 };
 
@@ -360,15 +360,15 @@ struct smrc_qp_attr {
   uint64_t ev_profile_id; /* smrc_query_profile; 0: the daemon's default */
   uint64_t cc_profile_id;
   /* RTR */
-  union smrc_gid dgid;   /* the peer's smrc_query_gid */
-  uint32_t dest_qp_num;  /* the peer's smrc_qp_num */
-  uint32_t path_mtu;     /* enum smrc_mtu, at most the endpoint's */
-  uint32_t rq_psn;       /* 24 bits: the peer's sq_psn */
-  uint8_t mpr_dest;      /* responder window, 128-PSN units */
+  union smrc_gid dgid;  /* the peer's smrc_query_gid */
+  uint32_t dest_qp_num; /* the peer's smrc_qp_num */
+  uint32_t path_mtu;    /* enum smrc_mtu, at most the endpoint's */
+  uint32_t rq_psn;      /* 24 bits: the peer's sq_psn */
+  uint8_t mpr_dest;     /* responder window, 128-PSN units */
   uint16_t max_wimm_dest;
   /* RTS */
-  uint32_t sq_psn; /* 24 bits */
-  uint8_t mpr;     /* requester window, 128-PSN units */
+  uint32_t sq_psn;      /* 24 bits */
+  uint8_t mpr;          /* requester window, 128-PSN units */
   uint16_t max_wimm;    /* WIMMs outstanding at once (<= the peer's receives) */
   uint8_t timeout;      /* ACK timeout 1.024 us * 2^timeout, <= 24 */
   uint8_t retry_linear; /* <= 7 */
@@ -420,20 +420,20 @@ enum smrc_wr_opcode {
 };
 
 enum smrc_send_flags {
-  SMRC_SEND_SIGNALED = 1 << 1, /* a completion on success too */
-  SMRC_SEND_FENCE = 1 << 0,    /* accepted; MRC Writes are ordered anyway */
+  SMRC_SEND_SIGNALED = 1 << 1,  /* a completion on success too */
+  SMRC_SEND_FENCE = 1 << 0,     /* accepted; MRC Writes are ordered anyway */
   SMRC_SEND_SOLICITED = 1 << 2, /* accepted and ignored */
-  SMRC_SEND_INLINE = 1 << 3,   /* not supported: EINVAL */
+  SMRC_SEND_INLINE = 1 << 3,    /* not supported: EINVAL */
 };
 
 struct smrc_send_wr {
   uint64_t wr_id;
   struct smrc_send_wr* next;
   struct smrc_sge* sg_list;
-  int num_sge;            /* 0 (a zero-length Write) or 1 */
-  uint32_t opcode;        /* enum smrc_wr_opcode */
-  uint32_t send_flags;    /* SMRC_SEND_* */
-  uint32_t imm_data;      /* network byte order, WIMM only */
+  int num_sge;         /* 0 (a zero-length Write) or 1 */
+  uint32_t opcode;     /* enum smrc_wr_opcode */
+  uint32_t send_flags; /* SMRC_SEND_* */
+  uint32_t imm_data;   /* network byte order, WIMM only */
   struct {
     uint64_t remote_addr; /* the peer's address (its mr->addr + offset) */
     uint32_t rkey;
