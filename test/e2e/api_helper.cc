@@ -65,6 +65,13 @@ void expect_err(int got, int want, const char* what) {
   expect(got == want, buf, got);
 }
 
+// For results that are not errno values.
+void expect_value(long got, long want, const char* what) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "%s: %ld", what, want);
+  expect(got == want, buf, got);
+}
+
 bool parse_gid(const char* ip, smrc_gid* g) {
   std::memset(g, 0, sizeof(*g));
   if (inet_pton(AF_INET6, ip, g->raw) == 1) return true;
@@ -150,6 +157,131 @@ int poll_one(smrc_cq* cq, smrc_wc* wc, int ms = 5000) {
   return 0;
 }
 
+// Drains `n` completions into `got`; how many came within 5 s each.
+int poll_n(smrc_cq* cq, smrc_wc* got, int n) {
+  int have = 0;
+  while (have < n && poll_one(cq, &got[have]) == 1) ++have;
+  return have;
+}
+
+// open_device's errors before any daemon answers: a socket file nobody
+// listens on, and a path no socket address holds.
+void open_errors(const char* sock) {
+  const std::string refused = std::string(sock) + ".refused";
+  ::unlink(refused.c_str());
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", refused.c_str());
+  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  expect(bound, "a socket file nobody listens on");
+  smrc_context* none = smrc_open_device(refused.c_str());
+  expect_err(none ? 0 : errno, ECONNREFUSED, "open_device with nothing listening");
+  ::close(fd);
+  ::unlink(refused.c_str());
+  none = smrc_open_device(("/tmp/" + std::string(sizeof(addr.sun_path), 'x')).c_str());
+  expect_err(none ? 0 : errno, ENAMETOOLONG, "open_device with a path over sun_path");
+  none = smrc_open_device("/nonexistent/softmrc.sock");
+  expect_err(none ? 0 : errno, ENOENT, "open_device on no socket");
+}
+
+// Every destroy and free call refuses NULL; the accessors say -1/-EINVAL.
+void null_handles() {
+  expect_err(smrc_close_device(nullptr), EINVAL, "close_device(NULL)");
+  expect_err(smrc_dealloc_pd(nullptr), EINVAL, "dealloc_pd(NULL)");
+  expect_err(smrc_destroy_cq(nullptr), EINVAL, "destroy_cq(NULL)");
+  expect_err(smrc_destroy_qp(nullptr), EINVAL, "destroy_qp(NULL)");
+  expect_err(smrc_destroy_comp_channel(nullptr), EINVAL, "destroy_comp_channel(NULL)");
+  expect_err(smrc_free_mr(nullptr), EINVAL, "free_mr(NULL)");
+  smrc_qp_attr a{};
+  expect_err(smrc_query_qp(nullptr, &a, 0, nullptr), EINVAL, "query_qp(NULL)");
+  expect_value(smrc_cq_size(nullptr), -EINVAL, "cq_size(NULL) is -EINVAL");
+  expect_value(smrc_comp_channel_fd(nullptr), -1, "comp_channel_fd(NULL)");
+  expect_value(smrc_async_fd(nullptr), -1, "async_fd(NULL)");
+  expect(std::strcmp(smrc_qp_state_str(SMRC_QPS_RESET), "RESET") == 0 &&
+             std::strcmp(smrc_qp_state_str(SMRC_QPS_INIT), "INIT") == 0 &&
+             std::strcmp(smrc_qp_state_str(SMRC_QPS_RTR), "RTR") == 0 &&
+             std::strcmp(smrc_qp_state_str(SMRC_QPS_RTS), "RTS") == 0 &&
+             std::strcmp(smrc_qp_state_str(SMRC_QPS_ERR), "ERR") == 0 &&
+             std::strcmp(smrc_qp_state_str(static_cast<smrc_qp_state>(7)), "unknown") == 0,
+         "qp_state_str names every state, 'unknown' otherwise");
+  expect(
+      std::strcmp(smrc_event_type_str(SMRC_EVENT_PORT_ACTIVE), "port active") == 0 &&
+          std::strcmp(smrc_event_type_str(SMRC_EVENT_DEVICE_FATAL), "device fatal") == 0 &&
+          std::strcmp(smrc_event_type_str(static_cast<smrc_event_type>(0)), "unknown event") == 0,
+      "event_type_str");
+}
+
+// The device's tables fill: the next one is ENOMEM.
+void table_limits(Basic& b, const smrc_device_attr& da) {
+  std::vector<smrc_mr*> mrs{b.mr};
+  while (mrs.size() <= da.max_mr)
+    if (smrc_mr* mr = smrc_alloc_mr(b.pd, 4096, 0))
+      mrs.push_back(mr);
+    else
+      break;
+  const int mr_err = errno;
+  expect(mrs.size() == da.max_mr, "max_mr regions registered", static_cast<long>(mrs.size()));
+  expect_err(mr_err, ENOMEM, "alloc_mr past max_mr");
+  for (size_t i = 1; i < mrs.size(); ++i) smrc_free_mr(mrs[i]);
+
+  std::vector<smrc_qp*> qps{b.qp};
+  smrc_qp_init_attr ia{};
+  ia.send_cq = ia.recv_cq = b.cq;
+  ia.cap.max_send_wr = 2;
+  while (qps.size() <= da.max_qp)
+    if (smrc_qp* qp = smrc_create_qp(b.pd, &ia))
+      qps.push_back(qp);
+    else
+      break;
+  const int qp_err = errno;
+  expect(qps.size() == da.max_qp, "max_qp QPs created", static_cast<long>(qps.size()));
+  expect_err(qp_err, ENOMEM, "create_qp past max_qp");
+  for (size_t i = 1; i < qps.size(); ++i) smrc_destroy_qp(qps[i]);
+
+  std::vector<smrc_comp_channel*> channels{b.ch};
+  while (channels.size() <= 256)
+    if (smrc_comp_channel* ch = smrc_create_comp_channel(b.ctx))
+      channels.push_back(ch);
+    else
+      break;
+  const int ch_err = errno;
+  expect(channels.size() == 256, "256 channels on one device", static_cast<long>(channels.size()));
+  expect_err(ch_err, ENOMEM, "create_comp_channel past 256");
+  int destroyed = 0;
+  for (size_t i = 1; i < channels.size(); ++i)
+    destroyed += smrc_destroy_comp_channel(channels[i]) == 0;
+  expect(destroyed == 255, "the 255 channels destroyed", destroyed);
+}
+
+// Waits on the channel and the context: what they return when nothing
+// comes, and for bad arguments.
+void waits(Basic& b) {
+  smrc_cq* cq = nullptr;
+  void* cq_ctx = nullptr;
+  expect_err(smrc_get_cq_event(b.ch, &cq, &cq_ctx, 0), ETIMEDOUT, "get_cq_event, no wait");
+  expect_err(smrc_get_cq_event(b.ch, &cq, &cq_ctx, 20), ETIMEDOUT, "get_cq_event, 20 ms");
+  expect_err(smrc_get_cq_event(nullptr, &cq, &cq_ctx, 0), EINVAL, "get_cq_event(NULL)");
+  expect_err(smrc_get_cq_event(b.ch, nullptr, &cq_ctx, 0), EINVAL, "get_cq_event, NULL cq");
+  // Port events of planes that came up since we connected may come first.
+  smrc_async_event ev{};
+  int e = 0, ports = 0;
+  for (int i = 0; i < 64 && e == 0; ++i) {
+    e = smrc_get_async_event(b.ctx, &ev, 20);
+    if (e == 0) ports += ev.event_type == SMRC_EVENT_PORT_ACTIVE;
+  }
+  expect_err(e, ETIMEDOUT, "get_async_event, nothing (after port events)");
+  expect_err(smrc_get_async_event(b.ctx, &ev, 0), ETIMEDOUT, "get_async_event, no wait");
+  expect_err(smrc_get_async_event(nullptr, &ev, 0), EINVAL, "get_async_event(NULL)");
+  expect_err(smrc_get_async_event(b.ctx, nullptr, 0), EINVAL, "get_async_event, NULL event");
+  // The async fd is the context's socket.
+  int type = 0;
+  socklen_t len = sizeof(type);
+  expect(getsockopt(smrc_async_fd(b.ctx), SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+             type == SOCK_SEQPACKET,
+         "async_fd is the context's SEQPACKET socket", type);
+}
+
 int misuse(const char* sock, const char* peer_ip) {
   smrc_gid peer;
   if (!parse_gid(peer_ip, &peer)) return 2;
@@ -158,8 +290,8 @@ int misuse(const char* sock, const char* peer_ip) {
   smrc_context* bad = smrc_open_device(sock);
   expect_err(bad ? 0 : errno, EPROTO, "open_device with another protocol version");
   unsetenv("SOFTMRC_TEST_PROTOCOL_VERSION");
-  smrc_context* none = smrc_open_device("/nonexistent/softmrc.sock");
-  expect(none == nullptr && (errno == ENOENT), "open_device on no socket -> ENOENT", errno);
+  open_errors(sock);
+  null_handles();
 
   Basic b;
   expect(setup(sock, &b), "setup: context, PD, channel, CQ, MR, QP");
@@ -177,15 +309,26 @@ int misuse(const char* sock, const char* peer_ip) {
 
   // Bad handles and arguments.
   expect_err(smrc_query_device(nullptr, &da), EINVAL, "query_device(NULL)");
-  expect_err(smrc_query_gid(b.ctx, 1, nullptr), EINVAL, "query_gid index 1");
+  smrc_gid gid;
+  expect_err(smrc_query_gid(b.ctx, 1, &gid), EINVAL, "query_gid index 1");
+  expect_err(smrc_query_gid(b.ctx, 0, nullptr), EINVAL, "query_gid into NULL");
+  expect_err(smrc_query_gid(b.ctx, 0, &gid), 0, "query_gid index 0");
   expect(smrc_alloc_pd(nullptr) == nullptr && errno == EINVAL, "alloc_pd(NULL) -> EINVAL");
   expect(smrc_alloc_mr(b.pd, 0, 0) == nullptr && errno == EINVAL, "alloc_mr length 0 -> EINVAL");
+  expect(smrc_alloc_mr(b.pd, da.max_mr_size + 1, 0) == nullptr && errno == EINVAL,
+         "alloc_mr over max_mr_size -> EINVAL");
   expect(smrc_alloc_mr(b.pd, 4096, 1u << 9) == nullptr && errno == EINVAL,
          "alloc_mr unknown access -> EINVAL");
   expect(smrc_create_cq(b.ctx, 0, nullptr, nullptr) == nullptr && errno == EINVAL,
          "create_cq 0 entries -> EINVAL");
   expect(smrc_create_cq(b.ctx, 1 << 30, nullptr, nullptr) == nullptr && errno == EINVAL,
          "create_cq over max_cqe -> EINVAL");
+  expect_value(smrc_cq_size(b.cq), 256, "cq_size of a CQ of 256");
+  smrc_cq* lone = smrc_create_cq(b.ctx, 100, nullptr, nullptr);
+  expect(lone != nullptr, "a CQ of 100 without a channel");
+  expect_value(smrc_cq_size(lone), 128, "cq_size of a CQ of 100");
+  expect_err(smrc_req_notify_cq(lone, 0), EINVAL, "req_notify_cq on a CQ without a channel");
+  expect_err(smrc_req_notify_cq(nullptr, 0), EINVAL, "req_notify_cq(NULL)");
   smrc_qp_init_attr ia{};
   expect(smrc_create_qp(b.pd, &ia) == nullptr && errno == EINVAL,
          "create_qp without CQs -> EINVAL");
@@ -193,6 +336,32 @@ int misuse(const char* sock, const char* peer_ip) {
   ia.cap.max_send_wr = 1u << 30;
   expect(smrc_create_qp(b.pd, &ia) == nullptr && errno == EINVAL,
          "create_qp over max_qp_wr -> EINVAL");
+  ia.cap.max_send_wr = 0;
+  expect(smrc_create_qp(b.pd, &ia) == nullptr && errno == EINVAL,
+         "create_qp with max_send_wr 0 -> EINVAL");
+  ia.cap.max_send_wr = 4;
+  ia.cap.max_send_sge = 2;
+  expect(smrc_create_qp(b.pd, &ia) == nullptr && errno == EINVAL,
+         "create_qp with 2 send SGEs -> EINVAL");
+  ia.cap.max_send_sge = 1;
+  ia.cap.max_inline_data = 64;
+  expect(smrc_create_qp(b.pd, &ia) == nullptr && errno == EINVAL,
+         "create_qp with inline data -> EINVAL");
+  ia.cap.max_inline_data = 0;
+  smrc_context* other = smrc_open_device(sock);
+  smrc_cq* foreign = other ? smrc_create_cq(other, 16, nullptr, nullptr) : nullptr;
+  expect(foreign != nullptr, "a CQ of another context");
+  ia.recv_cq = foreign;
+  expect(smrc_create_qp(b.pd, &ia) == nullptr && errno == EINVAL,
+         "create_qp with a CQ of another context -> EINVAL");
+  smrc_comp_channel* foreign_ch = other ? smrc_create_comp_channel(other) : nullptr;
+  expect(foreign_ch && smrc_create_cq(b.ctx, 16, nullptr, foreign_ch) == nullptr && errno == EINVAL,
+         "create_cq with a channel of another context -> EINVAL");
+  expect_err(smrc_destroy_comp_channel(foreign_ch), 0, "destroy the other context's channel");
+  ia.recv_cq = b.cq;
+  expect_err(smrc_destroy_cq(foreign), 0, "destroy the other context's CQ");
+  expect_err(smrc_close_device(other), 0, "close the other context");
+  expect_err(smrc_destroy_cq(lone), 0, "destroy the CQ without a channel");
   expect_err(smrc_poll_cq(nullptr, 1, nullptr), -EINVAL, "poll_cq(NULL)");
   expect_err(smrc_destroy_cq(b.cq), EBUSY, "destroy_cq used by a QP");
   expect_err(smrc_dealloc_pd(b.pd), EBUSY, "dealloc_pd with MR and QP");
@@ -203,6 +372,14 @@ int misuse(const char* sock, const char* peer_ip) {
   expect(id == 1, "default EV profile id 1", static_cast<long>(id));
   expect_err(smrc_query_profile(b.ctx, SMRC_PROFILE_EV, "nope", &id), ENOENT,
              "query_profile unknown name");
+  expect_err(smrc_query_profile(b.ctx, static_cast<smrc_profile_kind>(3), "default", &id), EINVAL,
+             "query_profile of an unknown kind");
+  expect_err(smrc_query_profile(b.ctx, SMRC_PROFILE_EV, nullptr, &id), EINVAL,
+             "query_profile(NULL name)");
+  expect_err(smrc_query_profile(b.ctx, SMRC_PROFILE_EV, "default", nullptr), EINVAL,
+             "query_profile into NULL");
+  table_limits(b, da);
+  waits(b);
 
   // Posting before RTS.
   smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), 64, b.mr->lkey};
@@ -248,7 +425,29 @@ int misuse(const char* sock, const char* peer_ip) {
   a.path_mtu = SMRC_MTU_4096;
   expect_err(smrc_modify_qp(b.qp, &a, rtr | SMRC_QP_PATH_MTU), EINVAL,
              "RTR with a path MTU over the endpoint's");
-  expect_err(smrc_modify_qp(b.qp, &a, rtr), 0, "INIT -> RTR");
+  // The MRC attributes of RTR, out of range and then set.
+  const uint32_t rtr_mrc = rtr | SMRC_QP_MPR_DEST | SMRC_QP_MAX_WIMM_DEST | SMRC_QP_CAPS;
+  a.mpr_dest = 0;
+  a.max_wimm_dest = 7;
+  a.caps = SMRC_QP_CAP_DYNAMIC_MPR | SMRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED;
+  expect_err(smrc_modify_qp(b.qp, &a, rtr_mrc), EINVAL, "RTR with mpr_dest 0");
+  a.mpr_dest = static_cast<uint8_t>(da.max_mpr + 1);
+  expect_err(smrc_modify_qp(b.qp, &a, rtr_mrc), EINVAL, "RTR with mpr_dest over max_mpr");
+  a.mpr_dest = da.max_mpr;
+  a.max_wimm_dest = static_cast<uint16_t>(da.max_wimm + 1);
+  expect(da.max_wimm < 65535, "max_wimm leaves room above it", da.max_wimm);
+  expect_err(smrc_modify_qp(b.qp, &a, rtr_mrc), EINVAL, "RTR with max_wimm_dest over max_wimm");
+  a.max_wimm_dest = 7;
+  a.caps = 1u << 5;
+  expect_err(smrc_modify_qp(b.qp, &a, rtr_mrc), EINVAL, "RTR with an unknown caps bit");
+  a.caps = SMRC_QP_CAP_DYNAMIC_MPR | SMRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED;
+  expect_err(smrc_modify_qp(b.qp, &a, rtr_mrc), 0,
+             "INIT -> RTR with MPR_DEST, MAX_WIMM_DEST, CAPS");
+  smrc_qp_attr q{};
+  expect_err(smrc_query_qp(b.qp, &q, 0, nullptr), 0, "query_qp in RTR");
+  expect(q.qp_state == SMRC_QPS_RTR && q.mpr_dest == da.max_mpr && q.max_wimm_dest == 7 &&
+             q.caps == (SMRC_QP_CAP_DYNAMIC_MPR | SMRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED),
+         "query_qp returns RTR's mpr_dest, max_wimm_dest and caps", q.caps);
   a = smrc_qp_attr{};
   a.qp_state = SMRC_QPS_RTS;
   a.sq_psn = 1;
@@ -260,15 +459,28 @@ int misuse(const char* sock, const char* peer_ip) {
   expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_SQ_PSN | SMRC_QP_TIMEOUT), EINVAL,
              "RTS with timeout 25");
   a.timeout = 8;
+  const uint32_t rts = SMRC_QP_STATE | SMRC_QP_SQ_PSN | SMRC_QP_MAX_WIMM | SMRC_QP_TIMEOUT |
+                       SMRC_QP_MPR | SMRC_QP_CAPS;
+  a.mpr = 0;
+  a.caps = SMRC_QP_CAP_DYNAMIC_MPR | SMRC_QP_CAP_TRIM_NACK_DEST_UNSUPPORTED;
+  expect_err(smrc_modify_qp(b.qp, &a, rts), EINVAL, "RTS with mpr 0");
+  a.mpr = static_cast<uint8_t>(da.max_mpr + 1);
+  expect_err(smrc_modify_qp(b.qp, &a, rts), EINVAL, "RTS with mpr over max_mpr");
+  a.mpr = 3;
+  a.caps = 1u << 5;
+  expect_err(smrc_modify_qp(b.qp, &a, rts), EINVAL, "RTS with an unknown caps bit");
+  a.caps = SMRC_QP_CAP_DYNAMIC_MPR | SMRC_QP_CAP_TRIM_NACK_DEST_UNSUPPORTED;
   a.verbs_retry_cnt = 14;
   a.rnr_retry = 14;
-  expect_err(smrc_modify_qp(b.qp, &a,
-                            SMRC_QP_STATE | SMRC_QP_SQ_PSN | SMRC_QP_MAX_WIMM | SMRC_QP_TIMEOUT |
-                                SMRC_QP_VERBS_RETRY_CNT | SMRC_QP_RNR_RETRY),
-             0, "RTR -> RTS with max_wimm 0 and verbs RNR/retry 14 (ignored)");
-  smrc_qp_attr q{};
+  expect_err(smrc_modify_qp(b.qp, &a, rts | SMRC_QP_VERBS_RETRY_CNT | SMRC_QP_RNR_RETRY), 0,
+             "RTR -> RTS with mpr 3, caps, max_wimm 0 and verbs RNR/retry 14 (ignored)");
+  q = smrc_qp_attr{};
   expect_err(smrc_query_qp(b.qp, &q, 0, nullptr), 0, "query_qp");
   expect(q.qp_state == SMRC_QPS_RTS && q.timeout == 8 && q.dest_qp_num == 5, "query_qp says RTS");
+  expect(q.mpr == 3 && q.max_wimm == 0 &&
+             q.caps == (SMRC_QP_CAP_DYNAMIC_MPR | SMRC_QP_CAP_TRIM_NACK_DEST_UNSUPPORTED) &&
+             q.mpr_dest == da.max_mpr && q.max_wimm_dest == 7,
+         "query_qp returns RTS's mpr, max_wimm and caps, RTR's mpr_dest and max_wimm_dest", q.mpr);
 
   // Unsupported opcodes are refused at post time.
   for (uint32_t op : {SMRC_WR_SEND, SMRC_WR_RDMA_READ, SMRC_WR_ATOMIC_FETCH_AND_ADD}) {
@@ -278,17 +490,30 @@ int misuse(const char* sock, const char* peer_ip) {
   wr.opcode = SMRC_WR_RDMA_WRITE;
   wr.num_sge = 2;
   expect_err(smrc_post_send(b.qp, &wr, nullptr), EINVAL, "post_send with 2 SGEs");
+  wr.num_sge = -1;
+  expect_err(smrc_post_send(b.qp, &wr, nullptr), EINVAL, "post_send with num_sge -1");
   wr.num_sge = 1;
+  wr.sg_list = nullptr;
+  expect_err(smrc_post_send(b.qp, &wr, nullptr), EINVAL, "post_send of 1 SGE, sg_list NULL");
+  wr.sg_list = &sge;
   wr.send_flags = SMRC_SEND_INLINE;
   expect_err(smrc_post_send(b.qp, &wr, nullptr), EINVAL, "post_send inline");
   wr.send_flags = SMRC_SEND_SIGNALED;
 
-  // An SGE outside its region, and a foreign lkey: error completions.
+  // An SGE outside its region, and a foreign lkey: error completions. The
+  // first wakes the armed CQ's channel.
   smrc_wc wc{};
+  expect_err(smrc_req_notify_cq(b.cq, 0), 0, "req_notify_cq");
   sge.addr = reinterpret_cast<uintptr_t>(b.mr->addr) + b.mr->length - 8;
   sge.length = 64;
   wr.wr_id = 11;
   expect_err(smrc_post_send(b.qp, &wr, nullptr), 0, "post_send of an out-of-region SGE");
+  pollfd channel{smrc_comp_channel_fd(b.ch), POLLIN, 0};
+  expect(poll(&channel, 1, 5000) == 1, "comp_channel_fd readable after a completion");
+  smrc_cq* ev_cq = nullptr;
+  expect(smrc_get_cq_event(b.ch, &ev_cq, nullptr, 0) == 0 && ev_cq == b.cq,
+         "get_cq_event names the CQ");
+  smrc_ack_cq_events(ev_cq, 1);
   expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 11 && wc.status == SMRC_WC_LOC_PROT_ERR,
          "out-of-region SGE completes with LOC_PROT_ERR", wc.status);
   sge.addr = reinterpret_cast<uintptr_t>(b.mr->addr);
@@ -297,14 +522,52 @@ int misuse(const char* sock, const char* peer_ip) {
   expect_err(smrc_post_send(b.qp, &wr, nullptr), 0, "post_send with a stale lkey");
   expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 12 && wc.status == SMRC_WC_LOC_PROT_ERR,
          "stale lkey completes with LOC_PROT_ERR", wc.status);
+
+  // More Writes at once than the send ring holds (16): it takes 16, the
+  // rest are refused from the 17th on.
+  std::vector<smrc_send_wr> chain(40, wr);
+  for (size_t i = 0; i < chain.size(); ++i) {
+    chain[i].wr_id = 100 + i;
+    chain[i].next = i + 1 < chain.size() ? &chain[i + 1] : nullptr;
+  }
+  expect_err(smrc_post_send(b.qp, chain.data(), &bad_wr), ENOMEM, "post_send past the send ring");
+  expect(bad_wr == &chain[16], "bad_wr names the 17th", bad_wr ? bad_wr - chain.data() : -1);
+  smrc_wc got[16];
+  int n = poll_n(b.cq, got, 16), prot = 0;
+  for (int i = 0; i < n; ++i) prot += got[i].status == SMRC_WC_LOC_PROT_ERR;
+  expect(n == 16 && prot == 16, "the 16 taken complete with LOC_PROT_ERR", prot);
+
   sge.lkey = b.mr->lkey;
   wr.opcode = SMRC_WR_RDMA_WRITE_WITH_IMM;
   wr.wr_id = 13;
   expect_err(smrc_post_send(b.qp, &wr, nullptr), 0, "post WIMM with max_wimm 0 (engine refuses)");
-  expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 13 && wc.status != SMRC_WC_SUCCESS,
-         "WIMM with max_wimm 0 completes with an error", wc.status);
+  expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 13 && wc.status == SMRC_WC_GENERAL_ERR,
+         "WIMM with max_wimm 0 completes with GENERAL_ERR", wc.status);
+  expect(wc.vendor_err == 1, "... and vendor_err 1", wc.vendor_err);
   expect(std::strcmp(smrc_wc_status_str(SMRC_WC_LOC_PROT_ERR), "local protection error") == 0,
          "wc_status_str");
+
+  // More receives than the receive ring holds (16), then the QP in ERR.
+  std::vector<smrc_recv_wr> rchain(40);
+  for (size_t i = 0; i < rchain.size(); ++i) {
+    rchain[i].wr_id = 200 + i;
+    rchain[i].next = i + 1 < rchain.size() ? &rchain[i + 1] : nullptr;
+  }
+  smrc_recv_wr* bad_rwr = nullptr;
+  expect_err(smrc_post_recv(b.qp, rchain.data(), &bad_rwr), ENOMEM,
+             "post_recv past the receive ring");
+  expect(bad_rwr == &rchain[16], "bad_wr names the 17th receive",
+         bad_rwr ? bad_rwr - rchain.data() : -1);
+  a = smrc_qp_attr{};
+  a.qp_state = SMRC_QPS_ERR;
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE), 0, "RTS -> ERR");
+  n = poll_n(b.cq, got, 16);
+  int flushed = 0;
+  for (int i = 0; i < n; ++i) flushed += got[i].status == SMRC_WC_WR_FLUSH_ERR;
+  expect(n == 16 && flushed == 16, "the 16 receives flushed", flushed);
+  expect_err(smrc_post_recv(b.qp, &rwr, nullptr), EINVAL, "post_recv in ERR");
+  wr.opcode = SMRC_WR_RDMA_WRITE;
+  expect_err(smrc_post_send(b.qp, &wr, nullptr), EINVAL, "post_send in ERR");
 
   // Freeing an MR twice is not possible; destroy in order works.
   expect_err(smrc_destroy_qp(std::exchange(b.qp, nullptr)), 0, "destroy_qp");
@@ -742,6 +1005,26 @@ int daemon_dies(const char* sock) {
   a.qp_state = SMRC_QPS_INIT;
   expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE), ENOTCONN, "modify_qp");
   expect(smrc_alloc_mr(b.pd, 4096, 0) == nullptr && errno == ENOTCONN, "alloc_mr -> ENOTCONN");
+  smrc_device_attr da;
+  expect_err(smrc_query_device(b.ctx, &da), ENOTCONN, "query_device");
+  smrc_gid gid;
+  expect_err(smrc_query_gid(b.ctx, 0, &gid), ENOTCONN, "query_gid");
+  uint64_t id = 0;
+  expect_err(smrc_query_profile(b.ctx, SMRC_PROFILE_EV, "default", &id), ENOTCONN, "query_profile");
+  expect(smrc_alloc_pd(b.ctx) == nullptr && errno == ENOTCONN, "alloc_pd -> ENOTCONN");
+  expect(smrc_create_cq(b.ctx, 16, nullptr, nullptr) == nullptr && errno == ENOTCONN,
+         "create_cq -> ENOTCONN");
+  expect(smrc_create_comp_channel(b.ctx) == nullptr && errno == ENOTCONN,
+         "create_comp_channel -> ENOTCONN");
+  expect_err(smrc_req_notify_cq(b.cq, 0), ENOTCONN, "req_notify_cq");
+  smrc_qp_init_attr ia{};
+  ia.send_cq = ia.recv_cq = b.cq;
+  ia.cap.max_send_wr = 4;
+  expect(smrc_create_qp(b.pd, &ia) == nullptr && errno == ENOTCONN, "create_qp -> ENOTCONN");
+  expect_err(smrc_query_qp(b.qp, &a, 0, nullptr), ENOTCONN, "query_qp");
+  smrc_send_wr wr{};
+  wr.opcode = SMRC_WR_RDMA_WRITE;
+  expect_err(smrc_post_send(b.qp, &wr, nullptr), ENOTCONN, "post_send");
   // Events queued before the end (ports going up) come first, then the
   // end itself.
   smrc_async_event ev{};
@@ -752,7 +1035,7 @@ int daemon_dies(const char* sock) {
   expect(ev.event_type == SMRC_EVENT_DEVICE_FATAL, "DEVICE_FATAL event", ev.event_type);
   expect_err(smrc_get_async_event(b.ctx, &ev, 0), ENOTCONN, "then ENOTCONN");
   expect_err(smrc_destroy_qp(std::exchange(b.qp, nullptr)), ENOTCONN, "destroy_qp still frees");
-  smrc_free_mr(std::exchange(b.mr, nullptr));
+  expect_err(smrc_free_mr(std::exchange(b.mr, nullptr)), ENOTCONN, "free_mr still frees");
   smrc_destroy_cq(std::exchange(b.cq, nullptr));
   smrc_destroy_comp_channel(std::exchange(b.ch, nullptr));
   smrc_dealloc_pd(std::exchange(b.pd, nullptr));

@@ -21,9 +21,10 @@
  * calls and smrc_close_device() remain useful.
  *
  * Threading. Slow-path calls (open, create, modify, destroy, alloc) may be
- * made from any thread. The data path is single-threaded per object: one
- * thread at a time posts to a QP (sends and receives share its ring), and
- * one thread at a time polls a CQ.
+ * made from any thread. The data path is single-threaded per queue: a QP
+ * has a send ring and a receive ring, so one thread at a time posts its
+ * sends and one thread at a time its receives (the same thread or two),
+ * and one thread at a time polls a CQ.
  */
 #ifndef SOFTMRC_SOFTMRC_H
 #define SOFTMRC_SOFTMRC_H
@@ -91,8 +92,11 @@ union smrc_gid {
 /* Connects to the softmrcd endpoint whose application socket is `path`
  * (NULL: $SOFTMRC_SOCKET, else SMRC_DEFAULT_SOCKET) and checks that both
  * speak the same protocol. Errors (errno): ENOENT/ECONNREFUSED no daemon
- * there, EPROTO a daemon of another protocol version, ENAMETOOLONG path
- * too long, ENOMEM, EMFILE. */
+ * there, EACCES neither root nor in the daemon's app_group (refused by the
+ * kernel or by the daemon), EBUSY the daemon serves as many applications
+ * as it may (256), EPROTO a daemon of another protocol version,
+ * ENAMETOOLONG path too long, ENOTCONN the daemon hung up before it
+ * answered, ENOMEM, EMFILE/ENFILE no descriptor for the socket. */
 struct smrc_context* smrc_open_device(const char* path);
 /* Closes the context. Everything made through it that the application has
  * not destroyed is destroyed by the daemon (as if the process had died).
@@ -138,17 +142,17 @@ enum smrc_profile_kind {
 /* The id of the daemon's EV or CC profile called `name`, for
  * smrc_qp_attr.ev_profile_id / cc_profile_id. Ids are 1-based in the
  * order of the daemon's configuration; 0 means the daemon's default (its
- * `qp.ev_profile` / `qp.cc_profile`). Errors: EINVAL, ENOENT no such
- * profile, ENOTCONN. */
+ * `qp.ev_profile` / `qp.cc_profile`). Errors: EINVAL (NULL ctx, name or
+ * id, a kind other than EV and CC), ENOENT no such profile, ENOTCONN. */
 int smrc_query_profile(struct smrc_context* ctx, enum smrc_profile_kind kind, const char* name,
                        uint64_t* id);
 
 /* ------------------------------------------------------------------ */
 /* Protection domain and memory                                        */
 
-/* Errors: EINVAL, ENOMEM, ENOTCONN. */
+/* Errors: EINVAL (NULL), ENOMEM, ENOTCONN. */
 struct smrc_pd* smrc_alloc_pd(struct smrc_context* ctx);
-/* Errors: EINVAL, EBUSY (MRs or QPs still use it). */
+/* Errors: EINVAL (NULL), EBUSY (MRs or QPs still use it). */
 int smrc_dealloc_pd(struct smrc_pd* pd);
 
 enum smrc_access_flags {
@@ -208,29 +212,35 @@ struct smrc_wc {
   uint32_t status; /* enum smrc_wc_status */
   uint32_t opcode; /* enum smrc_wc_opcode; valid only on success */
   uint32_t qp_num;
-  uint32_t byte_len;   /* receive: the WIMM message's length */
-  uint32_t imm_data;   /* receive: the immediate, network byte order */
-  uint32_t wc_flags;   /* SMRC_WC_WITH_IMM */
-  uint32_t vendor_err; /* a daemon-specific detail, 0 if none */
+  uint32_t byte_len; /* receive: the WIMM message's length */
+  uint32_t imm_data; /* receive: the immediate, network byte order */
+  uint32_t wc_flags; /* SMRC_WC_WITH_IMM */
+  /* A daemon-specific detail, 0 if none. 1: the engine refused a Write
+   * the daemon's checks had passed (status SMRC_WC_GENERAL_ERR), e.g. a
+   * Write-with-Immediate on a QP whose max_wimm is 0. */
+  uint32_t vendor_err;
   uint32_t reserved;
 };
 
 /* A completion channel: an fd that becomes readable when a CQ bound to it
  * with a request for notification gets a completion. Errors: EINVAL,
- * ENOMEM, EMFILE, ENOTCONN. */
+ * ENOMEM (256 on this device already, or the daemon's descriptor limit
+ * leaves no more), EMFILE (the daemon could not make its pipe), ENOTCONN. */
 struct smrc_comp_channel* smrc_create_comp_channel(struct smrc_context* ctx);
-/* Errors: EINVAL, EBUSY (CQs still bound to it). */
+/* Errors: EINVAL (NULL), EBUSY (CQs still bound to it). */
 int smrc_destroy_comp_channel(struct smrc_comp_channel* channel);
-/* The fd to poll()/epoll (readable: call smrc_get_cq_event). */
+/* The fd to poll()/epoll (readable: call smrc_get_cq_event); -1 for
+ * NULL. */
 int smrc_comp_channel_fd(const struct smrc_comp_channel* channel);
 
 /* A CQ of at least `cqe` entries (rounded up to a power of two). `channel`
  * may be NULL. Errors: EINVAL (cqe 0 or over max_cqe), ENOMEM, ENOTCONN. */
 struct smrc_cq* smrc_create_cq(struct smrc_context* ctx, int cqe, void* cq_context,
                                struct smrc_comp_channel* channel);
-/* Errors: EINVAL, EBUSY (a QP still uses it). */
+/* Errors: EINVAL (NULL), EBUSY (a QP still uses it). */
 int smrc_destroy_cq(struct smrc_cq* cq);
-/* Entries of the CQ, as created (a power of two). */
+/* Entries of the CQ, as created (a power of two, at least 2); -EINVAL for
+ * NULL. */
 int smrc_cq_size(const struct smrc_cq* cq);
 
 /* Takes up to `num_entries` completions, oldest first. Returns how many
@@ -243,17 +253,19 @@ int smrc_poll_cq(struct smrc_cq* cq, int num_entries, struct smrc_wc* wc);
 /* Asks for one notification on the CQ's channel when its next completion
  * lands (solicited_only is accepted and treated as 0). Poll the CQ once
  * more after arming: a completion that landed just before is not
- * signalled. Errors: EINVAL (no channel), ENOTCONN. */
+ * signalled. Errors: EINVAL (NULL, or a CQ created without a channel),
+ * ENOTCONN. */
 int smrc_req_notify_cq(struct smrc_cq* cq, int solicited_only);
 
 /* Waits until a CQ of the channel has a notification, and returns it and
- * its cq_context. timeout_ms: -1 waits for ever, 0 does not wait. Returns
- * 0, or ETIMEDOUT, EINVAL, ENOTCONN (the daemon went away while waiting;
- * never a hang). */
+ * its cq_context (cq_context may be NULL). timeout_ms: -1 waits for ever,
+ * 0 does not wait. Returns 0, or ETIMEDOUT, EINVAL (NULL channel or cq),
+ * ENOTCONN (the daemon went away while waiting; never a hang). */
 int smrc_get_cq_event(struct smrc_comp_channel* channel, struct smrc_cq** cq, void** cq_context,
                       int timeout_ms);
-/* Acknowledges `nevents` events of smrc_get_cq_event (kept for verbs
- * familiarity; smrc_destroy_cq does not wait for acknowledgements). */
+/* Acknowledges `nevents` events of smrc_get_cq_event. It does nothing:
+ * it is kept for verbs familiarity, and smrc_destroy_cq does not wait for
+ * acknowledgements. */
 void smrc_ack_cq_events(struct smrc_cq* cq, unsigned int nevents);
 
 /* ------------------------------------------------------------------ */
@@ -275,12 +287,14 @@ struct smrc_qp_init_attr {
   int sq_sig_all; /* every Write completes, signaled or not */
 };
 
-/* A QP in RESET. Errors: EINVAL (NULL CQs, CQs of another context, cap
- * over max_qp_wr, max_send_sge > 1, inline data), ENOMEM (the endpoint's
- * QP table is full), ENOTCONN. */
+/* A QP in RESET. Its send ring holds max_send_wr requests and its receive
+ * ring max_recv_wr, each rounded up to a power of two (at least 2). Errors:
+ * EINVAL (NULL CQs, CQs of another context, max_send_wr 0, cap over
+ * max_qp_wr, max_send_sge > 1, inline data), ENOMEM (the endpoint's QP
+ * table is full), ENOTCONN. */
 struct smrc_qp* smrc_create_qp(struct smrc_pd* pd, struct smrc_qp_init_attr* init_attr);
 /* Destroys the QP at once; its outstanding work is not completed. Errors:
- * EINVAL, ENOTCONN (the handle is freed anyway). */
+ * EINVAL (NULL), ENOTCONN (the handle is freed anyway). */
 int smrc_destroy_qp(struct smrc_qp* qp);
 /* The QP number (24 bits) the peer names as its dest_qp_num. */
 uint32_t smrc_qp_num(const struct smrc_qp* qp);
@@ -292,6 +306,8 @@ enum smrc_qp_state {
   SMRC_QPS_RTS = 3,
   SMRC_QPS_ERR = 4,
 };
+/* A constant string naming the state ("RESET", "INIT", "RTR", "RTS", "ERR";
+ * "unknown" for any other value). */
 const char* smrc_qp_state_str(enum smrc_qp_state state);
 
 enum smrc_mtu {
@@ -360,20 +376,23 @@ struct smrc_qp_attr {
   uint64_t ev_profile_id; /* smrc_query_profile; 0: the daemon's default */
   uint64_t cc_profile_id;
   /* RTR */
-  union smrc_gid dgid;  /* the peer's smrc_query_gid */
-  uint32_t dest_qp_num; /* the peer's smrc_qp_num */
-  uint32_t path_mtu;    /* enum smrc_mtu, at most the endpoint's */
-  uint32_t rq_psn;      /* 24 bits: the peer's sq_psn */
-  uint8_t mpr_dest;     /* responder window, 128-PSN units */
-  uint16_t max_wimm_dest;
+  union smrc_gid dgid;    /* the peer's smrc_query_gid */
+  uint32_t dest_qp_num;   /* the peer's smrc_qp_num */
+  uint32_t path_mtu;      /* enum smrc_mtu, at most the endpoint's */
+  uint32_t rq_psn;        /* 24 bits: the peer's sq_psn */
+  uint8_t mpr_dest;       /* responder window, 128-PSN units, 1..max_mpr */
+  uint16_t max_wimm_dest; /* WIMMs accepted at once, <= max_wimm */
   /* RTS */
-  uint32_t sq_psn;      /* 24 bits */
-  uint8_t mpr;          /* requester window, 128-PSN units */
-  uint16_t max_wimm;    /* WIMMs outstanding at once (<= the peer's receives) */
+  uint32_t sq_psn; /* 24 bits */
+  uint8_t mpr;     /* requester window, 128-PSN units, 1..max_mpr */
+  /* WIMMs outstanding at once (<= the peer's receives, <= max_wimm); with
+   * 0, a Write-with-Immediate completes with SMRC_WC_GENERAL_ERR,
+   * vendor_err 1. */
+  uint16_t max_wimm;
   uint8_t timeout;      /* ACK timeout 1.024 us * 2^timeout, <= 24 */
   uint8_t retry_linear; /* <= 7 */
   uint8_t retry_exp;    /* <= 25 (25: unlimited) */
-  uint32_t caps;        /* SMRC_QP_CAP_* */
+  uint32_t caps;        /* SMRC_QP_CAP_* (no other bits) */
   /* Verbs-only, ignored. */
   uint16_t pkey_index;
   uint8_t port_num;
@@ -388,14 +407,19 @@ struct smrc_qp_attr {
 
 /* Moves the QP (see the mask table above). Errors: EINVAL (a transition
  * the state machine does not have, a required field missing, a value out
- * of range or over the device's limits, path MTU over the endpoint's),
+ * of range or over the device's limits: mpr or mpr_dest 0 or over
+ * max_mpr, max_wimm or max_wimm_dest over max_wimm, timeout over 24,
+ * unknown caps bits; path MTU over the endpoint's; at INIT an EV or CC
+ * profile that is not ONLINE, or an EV profile whose format is not the
+ * endpoint's EV mode),
  * ENOENT (an EV or CC profile id the daemon does not have), EHOSTUNREACH
  * (SMRC_QP_AV names no endpoint the daemon knows: neither a hosted
  * endpoint nor one of its `peers`), ENOTCONN. A refused modify leaves the
  * QP where it was. */
 int smrc_modify_qp(struct smrc_qp* qp, struct smrc_qp_attr* attr, uint32_t attr_mask);
 /* The QP's state and attributes (as last set). attr_mask is accepted and
- * ignored; everything is filled in. Errors: EINVAL, ENOTCONN. */
+ * ignored; everything is filled in. Errors: EINVAL (NULL qp or attr),
+ * ENOTCONN. */
 int smrc_query_qp(struct smrc_qp* qp, struct smrc_qp_attr* attr, uint32_t attr_mask,
                   struct smrc_qp_init_attr* init_attr);
 
@@ -448,16 +472,21 @@ struct smrc_recv_wr {
 };
 
 /* Posts a chain of Writes. Stops at the first it refuses, which *bad_wr
- * names (all before it were posted). Errors: EINVAL (NULL, num_sge > 1,
- * inline, zero-length SGE list with a non-NULL list, QP not in RTS),
- * EOPNOTSUPP (an opcode other than Write and Write-with-Immediate),
- * ENOMEM (the QP's ring is full: more than max_send_wr + max_recv_wr
- * requests the daemon has not taken yet), ENOTCONN. The SGE is checked by
- * the daemon, which completes a request outside the lkey's region with
- * SMRC_WC_LOC_PROT_ERR. */
+ * names (all before it were posted). num_sge 0 is a zero-length Write and
+ * sg_list is then not read, as in verbs. Errors: EINVAL (NULL, num_sge
+ * below 0 or over 1, num_sge 1 with a NULL sg_list, inline, QP not in
+ * RTS), EOPNOTSUPP (an opcode other than Write and Write-with-Immediate),
+ * ENOMEM (the QP's send ring is full: it holds max_send_wr rounded up to a
+ * power of two, requests the daemon has not taken yet), EIO (the send
+ * ring's consumer index in shared memory is impossible: something
+ * overwrote it, and the ring takes nothing more), ENOTCONN. The SGE is
+ * checked by the daemon, which completes a request outside the lkey's
+ * region with SMRC_WC_LOC_PROT_ERR. */
 int smrc_post_send(struct smrc_qp* qp, struct smrc_send_wr* wr, struct smrc_send_wr** bad_wr);
 /* Posts receives, each consumed by one incoming Write-with-Immediate.
- * Errors: EINVAL (NULL, QP in RESET or ERR), ENOMEM (ring full),
+ * Errors: EINVAL (NULL, QP in RESET or ERR), ENOMEM (the receive ring is
+ * full: it holds max_recv_wr rounded up to a power of two), EIO (the
+ * receive ring's consumer index is impossible, as for smrc_post_send),
  * ENOTCONN. */
 int smrc_post_recv(struct smrc_qp* qp, struct smrc_recv_wr* wr, struct smrc_recv_wr** bad_wr);
 
@@ -471,6 +500,9 @@ enum smrc_event_type {
   SMRC_EVENT_CQ_ERR = 4,       /* a CQ overflowed: completions were lost */
   SMRC_EVENT_DEVICE_FATAL = 5, /* the daemon is gone */
 };
+/* A constant string naming the event type ("QP fatal", "port active",
+ * "port error", "CQ error", "device fatal"; "unknown event" for any other
+ * value). */
 const char* smrc_event_type_str(enum smrc_event_type type);
 
 struct smrc_async_event {
@@ -483,11 +515,11 @@ struct smrc_async_event {
 };
 
 /* The fd to poll() for async events (readable: call
- * smrc_get_async_event). */
+ * smrc_get_async_event); -1 for NULL. */
 int smrc_async_fd(const struct smrc_context* ctx);
 /* The next async event. timeout_ms: -1 for ever, 0 no wait. Returns 0,
- * ETIMEDOUT, EINVAL. When the daemon goes away, the next call returns one
- * SMRC_EVENT_DEVICE_FATAL event, then ENOTCONN. */
+ * ETIMEDOUT, EINVAL (NULL ctx or event). When the daemon goes away, the
+ * next call returns one SMRC_EVENT_DEVICE_FATAL event, then ENOTCONN. */
 int smrc_get_async_event(struct smrc_context* ctx, struct smrc_async_event* event, int timeout_ms);
 
 #ifdef __cplusplus
