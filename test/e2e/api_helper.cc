@@ -14,6 +14,8 @@
 //   api_helper sink SOCKET             exchange a line, then sleep
 //   api_helper daemon_dies SOCKET      block on a completion channel; when
 //                                      the daemon dies every call must fail
+//   api_helper free_in_flight SOCKET writer|target
+//                                      a region freed under a Write from it
 //   api_helper recv_behind_sends SOCKET deep|wimm
 //                                      a receive posted behind a full send
 //                                      queue takes the peer's immediate
@@ -984,6 +986,81 @@ int recv_behind_sends(const char* sock, bool deep) {
   return failures ? 1 : 0;
 }
 
+// A region freed under a Write in flight from it. The writer, on a send
+// queue of 1, posts a 32 MiB Write and a Write with a stale lkey (once that
+// one has failed, the first is in the daemon's engine), then a 64-byte
+// Write that waits for room (in the ring or the daemon's stash); it frees
+// the region while the first is in flight,
+// then posts one more from it. The first must complete (the daemon keeps
+// its mapping), the others fail with LOC_PROT_ERR. Last, a zero-length
+// Write whose sg_list names nothing valid: num_sge 0, so it is not read.
+// It prints "written"; the target, on the line "check", verifies every
+// byte the first Write placed.
+int free_in_flight(const char* sock, bool writer) {
+  constexpr uint32_t kBytes = 32u << 20;
+  const auto pattern = [](uint32_t i) { return static_cast<uint8_t>(i * 7 + 1); };
+  Basic b;
+  if (!setup(sock, &b, 1, kBytes)) return 2;
+  uint32_t qpn, rkey;
+  uint64_t addr;
+  smrc_gid gid;
+  if (!exchange(b, &qpn, &rkey, &addr, &gid) || to_rts(b.qp, gid, qpn, 14, 4) != 0) return 3;
+  auto* buf = static_cast<uint8_t*>(b.mr->addr);
+  if (!writer) {
+    char line[16];
+    if (std::scanf("%15s", line) != 1 || std::strcmp(line, "check") != 0) return 4;
+    uint32_t wrong = 0;
+    for (uint32_t i = 0; i < kBytes; ++i) wrong += buf[i] != pattern(i);
+    expect(wrong == 0, "every byte of the Write from the freed region placed", wrong);
+    return failures ? 1 : 0;
+  }
+  for (uint32_t i = 0; i < kBytes; ++i) buf[i] = pattern(i);
+  const uint32_t lkey = b.mr->lkey;
+  smrc_sge big{reinterpret_cast<uintptr_t>(buf), kBytes, lkey};
+  smrc_sge stale{reinterpret_cast<uintptr_t>(buf), 64, lkey ^ 0x10000};
+  smrc_sge small{reinterpret_cast<uintptr_t>(buf), 64, lkey};
+  smrc_send_wr wr[3]{};
+  smrc_sge* sges[3] = {&big, &stale, &small};
+  for (int i = 0; i < 3; ++i) {
+    wr[i].wr_id = i + 1;
+    wr[i].sg_list = sges[i];
+    wr[i].num_sge = 1;
+    wr[i].opcode = SMRC_WR_RDMA_WRITE;
+    wr[i].send_flags = SMRC_SEND_SIGNALED;
+    wr[i].rdma.remote_addr = addr;
+    wr[i].rdma.rkey = rkey;
+  }
+  wr[0].next = &wr[1];  // the send ring holds 2
+  expect_err(smrc_post_send(b.qp, wr, nullptr), 0, "post 32 MiB and a stale lkey");
+  smrc_wc wc{};
+  expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 2 && wc.status == SMRC_WC_LOC_PROT_ERR,
+         "the stale lkey fails at once: the 32 MiB Write is in the engine", wc.status);
+  expect_err(smrc_post_send(b.qp, &wr[2], nullptr), 0, "post 64 bytes behind it");
+  expect_value(smrc_poll_cq(b.cq, 1, &wc), 0, "the 32 MiB Write is still in flight: completions");
+  expect_err(smrc_free_mr(std::exchange(b.mr, nullptr)), 0, "free_mr under the Write");
+  wr[2].wr_id = 4;
+  wr[2].next = nullptr;
+  expect_err(smrc_post_send(b.qp, &wr[2], nullptr), 0, "post a Write from the freed region");
+  uint32_t status[5] = {99, 99, 99, 99, 99};
+  for (int i = 0; i < 3 && poll_one(b.cq, &wc, 30000) == 1; ++i)
+    if (wc.wr_id < 5) status[wc.wr_id] = wc.status;
+  expect(status[1] == SMRC_WC_SUCCESS, "the Write in flight completes", status[1]);
+  expect(status[3] == SMRC_WC_LOC_PROT_ERR, "the Write waiting for room when freed -> LOC_PROT_ERR",
+         status[3]);
+  expect(status[4] == SMRC_WC_LOC_PROT_ERR, "a Write posted after free_mr -> LOC_PROT_ERR",
+         status[4]);
+  smrc_send_wr zero = wr[1];
+  zero.wr_id = 5;
+  zero.next = nullptr;
+  zero.num_sge = 0;  // sg_list still names the stale lkey: not read
+  expect_err(smrc_post_send(b.qp, &zero, nullptr), 0, "a zero-length Write, sg_list not NULL");
+  expect(poll_one(b.cq, &wc, 30000) == 1 && wc.wr_id == 5 && wc.status == SMRC_WC_SUCCESS,
+         "the zero-length Write completes", wc.status);
+  std::printf("written\n");
+  std::fflush(stdout);
+  return failures ? 1 : 0;
+}
+
 int daemon_dies(const char* sock) {
   Basic b;
   if (!setup(sock, &b)) return 2;
@@ -1136,6 +1213,8 @@ int main(int argc, char** argv) {
   if (mode == "daemon_dies") return daemon_dies(argv[2]);
   if (mode == "victim") return victim(argv[2]);
   if (mode == "trespass") return trespass(argv[2]);
+  if (mode == "free_in_flight" && argc == 4)
+    return free_in_flight(argv[2], std::strcmp(argv[3], "writer") == 0);
   if (mode == "recv_behind_sends" && argc == 4)
     return recv_behind_sends(argv[2], std::strcmp(argv[3], "deep") == 0);
   if (mode == "contexts" && argc == 3) return contexts(argv[2]);

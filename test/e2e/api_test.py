@@ -6,6 +6,9 @@ programs written against libsoftmrc. One --case per test:
   example              that program, receiver on daemon a, sender on daemon b:
                        a Write-with-Immediate, every byte checked
   misuse               every misuse path returns its documented error
+  free_in_flight       a region freed under a Write from it: the Write the
+                       daemon's engine had completes and its bytes arrive,
+                       those it had not (and later ones) get LOC_PROT_ERR
   forged_descriptors   a raw client writes bad descriptors and a garbage index
                        straight into its ring: error completions, a QP-fatal
                        event, the daemon keeps serving
@@ -346,6 +349,25 @@ def case_misuse(args):
         check(n >= 120, f'only {n} checks ran')
     # Tables small enough for the helper to fill.
     with_pair(args, body, extra={'limits': {'max_qps': 6, 'max_regions': 6}})
+
+
+def case_free_in_flight(args):
+    def body(a, b):
+        tx = App([args.helper, 'free_in_flight', sock(args, 'app-a'), 'writer'])
+        rx = App([args.helper, 'free_in_flight', sock(args, 'app-b'), 'target'])
+        connect(tx, rx)
+        code_tx, out_tx = tx.finish(timeout=50)
+        print(out_tx, end='')
+        check(code_tx == 0 and 'FAIL' not in out_tx and 'written' in out_tx,
+              f'writer {code_tx}: {out_tx}')
+        rx.send('check')
+        code_rx, out_rx = rx.finish(timeout=20)
+        print(out_rx, end='')
+        check(code_rx == 0 and 'FAIL' not in out_rx and 'ok: every byte' in out_rx,
+              f'target {code_rx}: {out_rx}')
+        # Neither daemon minds: both serve the example afterwards.
+        run_example(args, a, b)
+    with_pair(args, body)
 
 
 def case_forged_descriptors(args):
