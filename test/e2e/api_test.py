@@ -3,6 +3,10 @@
 programs written against libsoftmrc. One --case per test:
 
   doc_matches_example  docs/api.md quotes docs/examples/wimm_exchange.c verbatim
+  installed_example    the library installed (meson install --destdir): every
+                       docs/examples/*.c compiles and links against it with
+                       pkg-config's flags, and wimm_exchange so built runs on
+                       it between the daemons
   example              that program, receiver on daemon a, sender on daemon b:
                        a Write-with-Immediate, every byte checked
   misuse               every misuse path returns its documented error
@@ -72,6 +76,8 @@ programs written against libsoftmrc. One --case per test:
 Exit 0 on success, 1 with the reason and the daemons' output otherwise.
 """
 
+import argparse
+import glob
 import json
 import os
 import re
@@ -368,6 +374,45 @@ def case_free_in_flight(args):
         # Neither daemon minds: both serve the example afterwards.
         run_example(args, a, b)
     with_pair(args, body)
+
+
+def case_installed_example(args):
+    env = os.environ
+    dest = os.path.join(args.workdir, 'dest')
+    r = subprocess.run([env['SOFTMRC_MESON'], 'install', '-C', env['SOFTMRC_BUILD_ROOT'],
+                        '--no-rebuild', '--quiet', '--destdir', dest],
+                       capture_output=True, text=True, timeout=120, check=False)
+    check(r.returncode == 0, f'meson install: exit {r.returncode}\n{r.stdout}{r.stderr}')
+    pcs = glob.glob(os.path.join(dest, '**', 'pkgconfig', 'softmrc.pc'), recursive=True)
+    check(len(pcs) == 1, f'installed softmrc.pc: {pcs}')
+    # The installed .pc names the final prefix; the sysroot puts it in dest.
+    pc_env = dict(env, PKG_CONFIG_PATH=os.path.dirname(pcs[0]), PKG_CONFIG_SYSROOT_DIR=dest)
+    r = subprocess.run([env['SOFTMRC_PKG_CONFIG'], '--cflags', '--libs', 'softmrc'], env=pc_env,
+                       capture_output=True, text=True, timeout=10, check=False)
+    check(r.returncode == 0, f'pkg-config softmrc: {r.stderr}')
+    flags = r.stdout.split()
+    check(f'-I{dest}/' in r.stdout and f'-L{dest}/' in r.stdout and '-lsoftmrc' in flags,
+          f'pkg-config softmrc: {r.stdout}')
+    libdir = next(f[2:] for f in flags if f.startswith('-L'))
+    check(os.path.exists(os.path.join(libdir, 'libsoftmrc.so.1')),
+          f'no libsoftmrc.so.1 in {libdir}')
+    sources = sorted(glob.glob(os.path.join(args.docs, 'examples', '*.c')))
+    check(sources, 'no docs/examples/*.c')
+    for src in sources:
+        out = os.path.join(args.workdir, os.path.basename(src)[:-2])
+        r = subprocess.run([env['SOFTMRC_CC'], '-std=c11', '-D_DEFAULT_SOURCE', '-Wall', '-Wextra',
+                            '-Werror', '-o', out, src] + flags,
+                           capture_output=True, text=True, timeout=60, check=False)
+        check(r.returncode == 0, f'{src} against the installed library:\n{r.stderr}')
+        print(f'ok: {os.path.basename(src)} builds against the installed header and library')
+    # The installed wimm_exchange runs on the installed library.
+    installed = argparse.Namespace(**vars(args))
+    installed.example = os.path.join(args.workdir, 'wimm_exchange')
+    os.environ['LD_LIBRARY_PATH'] = libdir
+    r = subprocess.run(['ldd', installed.example], capture_output=True, text=True, timeout=10,
+                       check=False)
+    check(f'libsoftmrc.so.1 => {libdir}/libsoftmrc.so.1' in r.stdout, f'ldd: {r.stdout}')
+    with_pair(args, lambda a, b: run_example(installed, a, b))
 
 
 def case_forged_descriptors(args):
