@@ -8,7 +8,9 @@ and a client on daemon b. One --case per test:
   bw_64_qps  write_bw on 64 QPs at once, and --bidir on 4, in --json
   lat        write_lat: round-trip percentiles in order, every size checked
   errors     bad arguments (exit 2), no daemon, a server of the other test
-             (exit 1), each with its message
+             (exit 1), each with its message; every numeric option's range
+             and default alike in --help and the docs, and a value out of
+             it refused with the option named
   extbuf     daemons with tx_payload: extbuf: write_bw verified, most of the
              sender's packets sent in place from the application's memory;
              a client SIGKILLed mid-stream (its regions retired while mbufs
@@ -29,6 +31,7 @@ the reason and the daemons' output otherwise.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -151,6 +154,30 @@ def expect_fail(cmd, code, message, env=None):
     print(f'refused as documented: {r.stderr.strip()}')
 
 
+# The numeric options, each with a range and a default in --help and in
+# docs/smrc-perf.md's table.
+NUMERIC = ('--port', '--min-size', '--max-size', '--step-factor', '--iters', '--warmup',
+           '--window', '--signal-every', '--qps', '--timeout-ms')
+
+
+def help_ranges(text):
+    """{option: (lo, hi, default)} from --help's '(lo..hi, default d' notes."""
+    out = {}
+    for entry in re.split(r'\n(?=  -|      --)', text):
+        opt = re.search(r'--[\w-]+', entry)
+        r = re.search(r'\((\d+)\.\.(\d+), default (\d+)', ' '.join(entry.split()))
+        if opt and r:
+            out[opt.group(0)] = tuple(int(x) for x in r.groups())
+    return out
+
+
+def doc_ranges(doc):
+    """{option: (lo, hi, default)} from the docs' option table."""
+    return {m.group(1): (int(m.group(3)), int(m.group(4)), int(m.group(2)))
+            for m in re.finditer(r'^\| `(?:-\w, )?(--[\w-]+) N` \| (\d+) \| (\d+)\.\.(\d+) \|',
+                                 doc, re.M)}
+
+
 def case_errors(args):
     p = args.smrc_perf
     expect_fail([p], 2, 'which test: write_bw or write_lat?')
@@ -170,8 +197,20 @@ def case_errors(args):
         doc = f.read()
     for opt in ('--socket', '--port', '--min-size', '--max-size', '--step-factor', '--iters',
                 '--warmup', '--window', '--signal-every', '--qps', '--bidir', '--use-event',
-                '--timeout-ms', '--json', '--ev-profile', '--cc-profile'):
+                '--timeout-ms', '--json', '--ev-profile', '--cc-profile', '--progress',
+                '--no-progress'):
         check(opt in help_text and opt in doc, f'{opt} missing from --help or docs/smrc-perf.md')
+    # Every numeric option: the same range and default in both, and a value
+    # just out of range, or not a number, refused with the option named.
+    in_help, in_doc = help_ranges(help_text), doc_ranges(doc)
+    for opt in NUMERIC:
+        check(opt in in_help and in_help.get(opt) == in_doc.get(opt),
+              f'{opt}: --help says (lo, hi, default) {in_help.get(opt)}, '
+              f'docs/smrc-perf.md {in_doc.get(opt)}')
+        lo, hi, _ = in_help[opt]
+        for bad in (str(lo - 1) if lo > 0 else '-1', str(hi + 1), '12x'):
+            expect_fail([p, 'write_bw', opt, bad], 2,
+                        f"{opt}: '{bad}' is not an integer in {lo}..{hi}")
 
     def body(a, b):
         # A write_lat client meets a write_bw server: both say so and fail.
