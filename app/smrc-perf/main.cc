@@ -46,7 +46,8 @@ void usage(std::FILE* out) {
       "                          (1..1000000000, default 1000)\n"
       "  -w, --warmup N          untimed messages first (0..1000000, default 100)\n"
       "  -t, --window N          write_bw: Writes outstanding per QP (1..65536, default 128)\n"
-      "  -c, --signal-every N    ask for a completion every N-th Write (1..65536, default 64)\n"
+      "  -c, --signal-every N    a completion every N-th Write (1..65536, default 64;\n"
+      "                          write_bw: at most --window, else lowered to it)\n"
       "  -q, --qps N             write_bw: QPs, used at once (1..4096, default 1)\n"
       "  -b, --bidir             write_bw: both sides send at once\n"
       "      --ev-profile P      the daemon's EV profile for the QPs: a name from its\n"
@@ -203,6 +204,13 @@ bool parse(int argc, char** argv, Cli* c, std::string* err) {
         "write_lat runs one message at a time on one QP: --qps, --window and --bidir are "
         "write_bw's";
     return false;
+  }
+  // Only signaled Writes complete and free their window's slots: a window
+  // that fills before a signaled Write is posted would never drain.
+  if (p.test == Test::kWriteBw && p.signal_every > p.window) {
+    std::fprintf(stderr, "smrc-perf: note: --signal-every %u is over --window %u; using %u\n",
+                 p.signal_every, p.window, p.window);
+    p.signal_every = p.window;
   }
   return true;
 }

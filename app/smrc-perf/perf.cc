@@ -241,7 +241,8 @@ bool Session::exchange(std::string* err) {
     // The same bounds as the client's command line, against a forged peer.
     return m.ok() && p->qps >= 1 && p->qps <= 4096 && p->min_size >= 1 &&
            p->min_size <= p->max_size && p->max_size <= (64ull << 20) && p->step_factor >= 2 &&
-           p->iters >= 1 && p->window >= 1 && p->signal_every >= 1;
+           p->iters >= 1 && p->window >= 1 && p->signal_every >= 1 &&
+           (p->test != Test::kWriteBw || p->signal_every <= p->window);
   };
   const auto get_side = [&](Message& m) {
     m.get_bytes(peer_.gid.raw, sizeof(peer_.gid.raw));

@@ -23,6 +23,9 @@ and a client on daemon b. One --case per test:
              mode (application QPs on uSID paths the fabric routes on);
              b's Writes take seven-hop paths, six uSIDs in the address and
              one in an SRH, from an EV profile made with smrcctl
+  window     write_bw with --window under --signal-every: the interval is
+             lowered to the window (with a note) and every size verifies;
+             a server refuses a client that asks for it the other way
 
 Every run sleeps on a completion channel (-e): four busy pollers on two
 CPUs would measure the scheduler, not smrc-perf. Exit 0 on success, 1 with
@@ -33,6 +36,8 @@ import json
 import os
 import re
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -47,32 +52,41 @@ from two_process_test import fabric_summary, row, start_fabric  # noqa: E402
 QP = {'timeout': 14}
 
 
-def perf(args, test, daemon, *opts, server=False):
+CASES = ['bw_sizes', 'bw_64_qps', 'lat', 'errors', 'extbuf', 'fabric', 'fabric_srv6', 'window']
+# How every run waits unless a case says otherwise.
+QUIET_EVENTS = ('--no-progress', '-e')
+
+
+def port(args):
     # A TCP port of its own per case, so that a lingering server of another
     # case cannot answer.
-    port = 18515 + ['bw_sizes', 'bw_64_qps', 'lat', 'errors', 'extbuf', 'fabric',
-                    'fabric_srv6'].index(args.case)
-    cmd = [args.smrc_perf, test, '-d', sock(args, f'app-{daemon}'), '--no-progress', '-e',
-           '-p', str(port)] + list(opts)
+    return 18515 + CASES.index(args.case)
+
+
+def perf(args, test, daemon, *opts, server=False, mode=QUIET_EVENTS):
+    cmd = [args.smrc_perf, test, '-d', sock(args, f'app-{daemon}'), *mode,
+           '-p', str(port(args))] + list(opts)
     return cmd if server else cmd + ['::1']
 
 
-def run_pair(args, test, *opts, json_out=False):
-    """Server on a, client on b; both outputs, after both exited 0."""
+def run_pair(args, test, *opts, json_out=False, server_opts=(), mode=QUIET_EVENTS,
+             client_mode=None):
+    """Server on a, client on b; the client's standard output and error and
+    the server's output, after both exited 0."""
     server = subprocess.Popen(perf(args, test, 'a', *(['--json'] if json_out else []),
-                                   server=True),
+                                   *server_opts, server=True, mode=mode),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        client = subprocess.run(perf(args, test, 'b', *opts), capture_output=True, text=True,
-                                timeout=120, check=False)
+        client = subprocess.run(perf(args, test, 'b', *opts, mode=client_mode or mode),
+                                capture_output=True, text=True, timeout=120, check=False)
         out_s, _ = server.communicate(timeout=30)
     finally:
         server.kill()
     check(client.returncode == 0 and server.returncode == 0,
           f'client exit {client.returncode}: {client.stdout}{client.stderr}\n'
           f'server exit {server.returncode}: {out_s}')
-    print(client.stdout + out_s, end='')
-    return client.stdout, out_s
+    print(client.stdout + client.stderr + out_s, end='')
+    return client.stdout, client.stderr, out_s
 
 
 def rows(text, columns):
@@ -94,7 +108,7 @@ BW_SIZES = ('write_bw', '-m', '1', '-s', str(64 << 20), '-f', '8', '-n', '4', '-
 
 
 def bw_sizes(args):
-    client, server = run_pair(args, *BW_SIZES)
+    client, _, server = run_pair(args, *BW_SIZES)
     check_sizes(client, server)
 
 
@@ -117,7 +131,7 @@ def case_bw_64_qps(args):
 
 
 def bw_64_qps(args):
-    client, _ = run_pair(args, 'write_bw', '-q', '64', '-m', '64', '-s', '16384', '-f', '16',
+    client, _, _ = run_pair(args, 'write_bw', '-q', '64', '-m', '64', '-s', '16384', '-f', '16',
                          '-n', '20', '-w', '1', '--json')
     lines = [json.loads(l) for l in client.splitlines()]
     check([l['msg_size'] for l in lines] == [64, 1024, 16384], client)
@@ -125,7 +139,7 @@ def bw_64_qps(args):
         check(l['qps'] == 64 and l['total_ops'] == 64 * 20 and l['verified'] and
               l['bw_gbps'] > 0, f'{l}')
     # Both directions at once: each side reports what it sent.
-    client, server = run_pair(args, 'write_bw', '-b', '-q', '4', '-m', '4096', '-s', '4096',
+    client, _, server = run_pair(args, 'write_bw', '-b', '-q', '4', '-m', '4096', '-s', '4096',
                               '-n', '50', '-w', '1', '--json', json_out=True)
     for text in (client, server):
         (l,) = [json.loads(x) for x in text.splitlines()]
@@ -137,7 +151,7 @@ def case_lat(args):
 
 
 def lat(args):
-    client, server = run_pair(args, 'write_lat', '-m', '8', '-s', '65536', '-f', '32',
+    client, _, server = run_pair(args, 'write_lat', '-m', '8', '-s', '65536', '-f', '32',
                               '-n', '200', '-w', '10')
     got = rows(client, 7)
     check([int(r[0]) for r in got] == [8, 256, 8192, 65536], client)
@@ -230,11 +244,51 @@ def case_errors(args):
     with_daemons(args, body)
 
 
+def case_window(args):
+    def body(a, b):
+        # Only signaled Writes free window slots: 16 outstanding and a
+        # signal every 64th (the default) would never drain.
+        for opts, note in ((('-t', '16'), '--signal-every 64 is over --window 16; using 16'),
+                           (('-t', '5', '-c', '8'), '--signal-every 8 is over --window 5; using 5'),
+                           (('-t', '1', '-c', '65536'),
+                            '--signal-every 65536 is over --window 1; using 1')):
+            client, err, _ = run_pair(args, 'write_bw', *opts, '-m', '64', '-s', '4096', '-f',
+                                      '64', '-n', '200', '-w', '1', '--timeout-ms', '20000',
+                                      '--json')
+            got = [json.loads(x) for x in client.splitlines()]
+            check([l['msg_size'] for l in got] == [64, 4096] and
+                  all(l['total_ops'] == 200 and l['verified'] for l in got), client)
+            check(f'smrc-perf: note: {note}' in err, f'{opts}: no note on standard error: {err}')
+        # A client that is not ours asks for it anyway: the server refuses.
+        server = subprocess.Popen(perf(args, 'write_bw', 'a', server=True),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            hello = struct.pack('<IIBBIQQIIIII', 0x46504d53, 2, 1, 0, 1, 64, 64, 2, 10, 1, 16, 64)
+            hello += bytes(16) + struct.pack('<IQIII', 1, 0, 30000, 1, 0)
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    c = socket.create_connection(('::1', port(args)))
+                    break
+                except ConnectionRefusedError:
+                    check(time.monotonic() < deadline, 'the server never listened')
+                    time.sleep(0.05)
+            with c:
+                c.sendall(struct.pack('<I', len(hello)) + hello)
+                out_s, _ = server.communicate(timeout=30)
+        finally:
+            server.kill()
+        check(server.returncode == 1 and 'its parameters are out of range' in out_s,
+              f'server {server.returncode}: {out_s}')
+        print(f'refused as documented: {out_s.strip()}')
+    with_daemons(args, body)
+
+
 def case_extbuf(args):
     def body(a, b):
         bw = ('write_bw', '-m', '4096', '-s', '65536', '-f', '16', '-n', '100', '-w', '1',
               '--json')
-        client, _ = run_pair(args, *bw)
+        client, _, _ = run_pair(args, *bw)
         check(all(json.loads(l)['verified'] for l in client.splitlines()), client)
         # A client killed mid-stream: its regions are freed with packets in flight.
         server = subprocess.Popen(perf(args, 'write_bw', 'a', server=True),
@@ -252,7 +306,7 @@ def case_extbuf(args):
             server.kill()
             server.wait()
         a.read_until(r'application \d+ went away', timeout=10)
-        client, _ = run_pair(args, *bw)
+        client, _, _ = run_pair(args, *bw)
         check(all(json.loads(l)['verified'] for l in client.splitlines()), client)
         stop(a, b)
         check(a.proc.returncode == 0 and b.proc.returncode == 0,
