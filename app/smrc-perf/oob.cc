@@ -85,7 +85,7 @@ bool Channel::accept(uint16_t port, int timeout_ms, std::string* err) {
     *err = sys_error("listen");
   } else if (::poll(&p, 1, timeout_ms) <= 0) {
     *err = "no client connected to port " + std::to_string(port) + " within " +
-           std::to_string(timeout_ms / 1000) + " s";
+           std::to_string(timeout_ms) + " ms";
   } else {
     fd_ = ::accept4(ls, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd_ < 0) *err = sys_error("accept");
@@ -157,7 +157,7 @@ bool Channel::read_exact(uint8_t* p, size_t n, int timeout_ms, std::string* err)
     const int rc = left > 0 ? ::poll(&pfd, 1, static_cast<int>(left)) : 0;
     if (rc < 0 && errno == EINTR) continue;
     if (rc == 0) {
-      *err = "the peer said nothing for " + std::to_string(timeout_ms / 1000) + " s";
+      *err = "the peer said nothing for " + std::to_string(timeout_ms) + " ms";
       return false;
     }
     const ssize_t got = ::recv(fd_, p, n, 0);
@@ -170,6 +170,11 @@ bool Channel::read_exact(uint8_t* p, size_t n, int timeout_ms, std::string* err)
     n -= static_cast<size_t>(got);
   }
   return true;
+}
+
+bool Channel::readable() const {
+  pollfd pfd{fd_, POLLIN, 0};
+  return ::poll(&pfd, 1, 0) > 0;
 }
 
 bool Channel::receive(Message* m, int timeout_ms, std::string* err) {

@@ -48,6 +48,8 @@ class Channel {
   bool send(const Message& m, std::string* err);
   // Waits up to timeout_ms for the next message.
   bool receive(Message* m, int timeout_ms, std::string* err);
+  // Whether the peer sent something (or closed): receive() will not wait long.
+  bool readable() const;
 
  private:
   bool read_exact(uint8_t* p, size_t n, int timeout_ms, std::string* err);

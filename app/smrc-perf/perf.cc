@@ -17,11 +17,14 @@ namespace softmrc::perf {
 namespace {
 
 constexpr uint32_t kMagic = 0x46504d53;  // "SMPF"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 // Receives kept posted per QP in write_lat (one per ping or pong in flight).
 constexpr uint32_t kLatRecvs = 16;
-// Sync points between the sides, per message size.
-enum : uint32_t { kReady = 1, kDone = 2, kBye = 3 };
+// How often a write_bw wait looks for the peer's keep-alives.
+constexpr int64_t kListenMs = 5;
+// Sync points between the sides, per message size, and a write_bw
+// sender's keep-alive.
+enum : uint32_t { kReady = 1, kDone = 2, kBye = 3, kAlive = 4 };
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -32,6 +35,10 @@ int64_t now_ns() {
 std::string api_error(const std::string& what, int e) {
   if (e == ENOTCONN) return what + ": softmrcd went away";
   return what + ": " + std::strerror(e);
+}
+
+bool is_keep_alive(const Message& m) {
+  return Message(m.bytes()).get(4) == kAlive;
 }
 
 uint64_t wr_id(uint32_t q, uint64_t n) {
@@ -207,6 +214,7 @@ bool Session::exchange(std::string* err) {
     m.put_bytes(gid.raw, sizeof(gid.raw));
     m.put(mr_->rkey, 4);
     m.put(reinterpret_cast<uintptr_t>(recv_area(0)), 8);
+    m.put(opt_.timeout_ms, 4);
     for (uint32_t q = 0; q < p_.qps; ++q) {
       m.put(smrc_qp_num(qps_[q]), 4);
       m.put(psn_[q], 4);
@@ -248,6 +256,7 @@ bool Session::exchange(std::string* err) {
     m.get_bytes(peer_.gid.raw, sizeof(peer_.gid.raw));
     peer_.rkey = static_cast<uint32_t>(m.get(4));
     peer_.recv_base = m.get(8);
+    peer_.timeout_ms = static_cast<uint32_t>(m.get(4));
     for (uint32_t q = 0; q < p_.qps; ++q) {
       peer_.qpn.push_back(static_cast<uint32_t>(m.get(4)));
       peer_.psn.push_back(static_cast<uint32_t>(m.get(4)) & 0xffffff);
@@ -339,8 +348,7 @@ bool Session::sync(uint32_t what, uint64_t size, uint64_t value, uint64_t* peer_
   m.put(size, 8);
   m.put(value, 8);
   Message got;
-  if (!oob_.send(m, err) || !oob_.receive(&got, static_cast<int>(opt_.timeout_ms), err))
-    return false;
+  if (!oob_.send(m, err) || !receive_sync(&got, err)) return false;
   const uint64_t w = got.get(4);
   const uint64_t s = got.get(8);
   const uint64_t v = got.get(8);
@@ -349,6 +357,41 @@ bool Session::sync(uint32_t what, uint64_t size, uint64_t value, uint64_t* peer_
     return false;
   }
   if (peer_value) *peer_value = v;
+  return true;
+}
+
+bool Session::receive_sync(Message* m, std::string* err) {
+  for (;;) {
+    if (pending_) {
+      *m = std::move(*pending_);
+      pending_.reset();
+    } else if (!oob_.receive(m, static_cast<int>(opt_.timeout_ms), err)) {
+      return false;
+    }
+    if (!is_keep_alive(*m)) return true;
+  }
+}
+
+bool Session::keep_alive(std::string* err) {
+  const int64_t now = now_ns();
+  // Often enough for the more impatient side.
+  const int64_t every_ns = int64_t{std::min(opt_.timeout_ms, peer_.timeout_ms)} * 1'000'000 / 4;
+  if (now - last_alive_ns_ < every_ns) return true;
+  last_alive_ns_ = now;
+  Message m;
+  m.put(kAlive, 4);
+  m.put(0, 8);
+  m.put(0, 8);
+  return oob_.send(m, err);
+}
+
+bool Session::hear_peer(bool* alive, std::string* err) {
+  *alive = false;
+  if (pending_ || !oob_.readable()) return true;
+  Message m;
+  if (!oob_.receive(&m, static_cast<int>(opt_.timeout_ms), err)) return false;
+  *alive = is_keep_alive(m);
+  if (!*alive) pending_ = std::move(m);
   return true;
 }
 
@@ -393,7 +436,14 @@ bool Session::post_recvs(uint32_t q, uint32_t n, std::string* err) {
   return true;
 }
 
-int Session::wait(smrc_cq* cq, smrc_wc* wc, int max, int64_t deadline_ns, std::string* err) {
+int Session::wait(smrc_cq* cq, smrc_wc* wc, int max, bool peer_streams, std::string* err) {
+  const int64_t timeout_ns = int64_t{opt_.timeout_ms} * 1'000'000;
+  int64_t deadline = now_ns() + timeout_ns;
+  // Only write_bw senders send keep-alives; reading them (not at every poll)
+  // also keeps a peer that streams meanwhile (--bidir) from blocking on a
+  // full socket.
+  const bool listen = p_.test == Test::kWriteBw;
+  int64_t next_listen = 0;
   for (;;) {
     int n = smrc_poll_cq(cq, max, wc);
     if (n == 0 && channel_ != nullptr) {
@@ -402,11 +452,12 @@ int Session::wait(smrc_cq* cq, smrc_wc* wc, int max, int64_t deadline_ns, std::s
       if (int e = smrc_req_notify_cq(cq, 0)) n = -e;
       if (n == 0) n = smrc_poll_cq(cq, max, wc);
       if (n == 0) {
-        const int64_t left_ms = (deadline_ns - now_ns()) / 1'000'000;
+        const int64_t left_ms = std::max<int64_t>((deadline - now_ns()) / 1'000'000, 0);
         smrc_cq* ev_cq = nullptr;
         void* ctx = nullptr;
-        const int e = smrc_get_cq_event(channel_, &ev_cq, &ctx,
-                                        static_cast<int>(std::max<int64_t>(left_ms, 0)));
+        const int e =
+            smrc_get_cq_event(channel_, &ev_cq, &ctx,
+                              static_cast<int>(listen ? std::min(left_ms, kListenMs) : left_ms));
         if (e == 0) smrc_ack_cq_events(ev_cq, 1);
         if (e != 0 && e != ETIMEDOUT) n = -e;
       }
@@ -416,9 +467,16 @@ int Session::wait(smrc_cq* cq, smrc_wc* wc, int max, int64_t deadline_ns, std::s
       return n;
     }
     if (n > 0) return n;
-    if (now_ns() >= deadline_ns) {
-      *err = "no completion within " + std::to_string(opt_.timeout_ms / 1000) +
-             " s (is the peer's softmrcd reachable?)";
+    const int64_t now = now_ns();
+    if (listen && now >= next_listen) {
+      next_listen = now + kListenMs * 1'000'000;
+      bool alive = false;
+      if (!hear_peer(&alive, err)) return -EPIPE;
+      if (alive && peer_streams) deadline = now + timeout_ns;
+    }
+    if (now >= deadline) {
+      *err = "no completion within " + std::to_string(opt_.timeout_ms) +
+             " ms (is the peer's softmrcd reachable?)";
       return -ETIMEDOUT;
     }
   }
@@ -433,7 +491,6 @@ bool Session::check(const smrc_wc& wc, std::string* err) const {
 
 bool Session::run_bw(uint64_t size, BwResult* r, std::string* err) {
   const bool receives = !client() || p_.bidir;
-  const int64_t deadline = now_ns() + int64_t{opt_.timeout_ms} * 1'000'000;
   for (uint32_t q = 0; q < p_.qps; ++q) {
     if (receives) {
       std::memset(recv_area(q), 0, size);
@@ -449,8 +506,8 @@ bool Session::run_bw(uint64_t size, BwResult* r, std::string* err) {
       for (uint32_t q = 0; q < p_.qps; ++q)
         if (!post_write(q, size, false, 0, true, wr_id(q, 0), err)) return false;
       for (uint32_t left = p_.qps; left > 0;) {
-        const int n = wait(send_cq_, wc, 32, deadline, err);
-        if (n < 0) return false;
+        const int n = wait(send_cq_, wc, 32, false, err);
+        if (n < 0 || !keep_alive(err)) return false;
         for (int k = 0; k < n; ++k)
           if (!check(wc[k], err)) return false;
         left -= static_cast<uint32_t>(n);
@@ -467,8 +524,8 @@ bool Session::run_bw(uint64_t size, BwResult* r, std::string* err) {
           if (!post_write(q, size, false, 0, signaled, wr_id(q, n), err)) return false;
         }
       }
-      const int n = wait(send_cq_, wc, 32, deadline, err);
-      if (n < 0) return false;
+      const int n = wait(send_cq_, wc, 32, false, err);
+      if (n < 0 || !keep_alive(err)) return false;
       for (int i = 0; i < n; ++i) {
         if (!check(wc[i], err)) return false;
         // A QP completes in order: a signaled Write says every earlier one is done.
@@ -485,8 +542,8 @@ bool Session::run_bw(uint64_t size, BwResult* r, std::string* err) {
       if (!post_write(q, 0, true, static_cast<uint32_t>(size), true, wr_id(q, 0), err))
         return false;
     for (uint32_t left = p_.qps; left > 0;) {
-      const int n = wait(send_cq_, wc, 32, deadline, err);
-      if (n < 0) return false;
+      const int n = wait(send_cq_, wc, 32, false, err);
+      if (n < 0 || !keep_alive(err)) return false;
       for (int i = 0; i < n; ++i)
         if (!check(wc[i], err)) return false;
       left -= static_cast<uint32_t>(n);
@@ -495,7 +552,7 @@ bool Session::run_bw(uint64_t size, BwResult* r, std::string* err) {
   bool verified = true;
   if (receives) {
     for (uint32_t left = p_.qps; left > 0;) {
-      const int n = wait(recv_cq_, wc, 32, deadline, err);
+      const int n = wait(recv_cq_, wc, 32, true, err);
       if (n < 0) return false;
       for (int i = 0; i < n; ++i) {
         if (!check(wc[i], err)) return false;
@@ -513,7 +570,6 @@ bool Session::run_bw(uint64_t size, BwResult* r, std::string* err) {
 }
 
 bool Session::run_lat(uint64_t size, LatResult* r, std::string* err) {
-  const int64_t deadline = now_ns() + int64_t{opt_.timeout_ms} * 1'000'000;
   const uint32_t total = p_.warmup + p_.iters;
   pattern::fill(send_area(0), size, 0, size);
   std::memset(recv_area(0), 0, size);
@@ -525,7 +581,7 @@ bool Session::run_lat(uint64_t size, LatResult* r, std::string* err) {
   smrc_wc wc[8];
   // One receive per message: wait for it, give it back, check its number.
   const auto receive = [&](uint32_t i) {
-    if (wait(recv_cq_, wc, 1, deadline, err) < 0 || !check(wc[0], err)) return false;
+    if (wait(recv_cq_, wc, 1, false, err) < 0 || !check(wc[0], err)) return false;
     if (ntohl(wc[0].imm_data) != i) {
       *err = "message " + std::to_string(i) + " arrived as number " +
              std::to_string(ntohl(wc[0].imm_data));

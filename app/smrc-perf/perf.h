@@ -12,6 +12,7 @@
 #include <softmrc/softmrc.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,7 @@ class Session {
     union smrc_gid gid {};
     uint32_t rkey = 0;
     uint64_t recv_base = 0;
+    uint32_t timeout_ms = 0;  // its --timeout-ms, for our keep-alives
     std::vector<uint32_t> qpn, psn;
   };
 
@@ -99,19 +101,31 @@ class Session {
   bool exchange(std::string* err);
   bool connect(std::string* err);
   bool sync(uint32_t what, uint64_t size, uint64_t value, uint64_t* peer_value, std::string* err);
+  // The peer's next message but its keep-alives.
+  bool receive_sync(Message* m, std::string* err);
+  // A write_bw sender's word, now and then, to a peer that waits for its stream.
+  bool keep_alive(std::string* err);
+  // Reads what the peer sent, if anything: *alive when it was a keep-alive
+  // (a later message waits in pending_ for receive_sync).
+  bool hear_peer(bool* alive, std::string* err);
   bool agree(uint64_t size, bool verified, std::string* err);
   uint8_t* send_area(uint32_t q) const;
   uint8_t* recv_area(uint32_t q) const;
   bool post_write(uint32_t q, uint64_t size, bool with_imm, uint32_t imm, bool signaled,
                   uint64_t wr_id, std::string* err);
   bool post_recvs(uint32_t q, uint32_t n, std::string* err);
-  // Waits for at least one completion on cq (up to max), until the deadline.
-  int wait(smrc_cq* cq, smrc_wc* wc, int max, int64_t deadline_ns, std::string* err);
+  // Waits for at least one completion on cq (up to max), for --timeout-ms.
+  // With peer_streams (what we wait for is the peer's stream of Writes,
+  // whose progress shows nowhere here) a keep-alive from the peer starts
+  // the wait over too.
+  int wait(smrc_cq* cq, smrc_wc* wc, int max, bool peer_streams, std::string* err);
   bool check(const smrc_wc& wc, std::string* err) const;
 
   Options opt_;
   Params p_;
   Channel oob_;
+  std::optional<Message> pending_;  // read by wait(), for receive_sync
+  int64_t last_alive_ns_ = 0;
   Peer peer_;
   smrc_context* ctx_ = nullptr;
   smrc_device_attr dev_{};

@@ -26,6 +26,10 @@ and a client on daemon b. One --case per test:
   window     write_bw with --window under --signal-every: the interval is
              lowered to the window (with a note) and every size verifies;
              a server refuses a client that asks for it the other way
+  timeout    runs longer than --timeout-ms that make progress succeed
+             (write_bw, --bidir, write_lat); a silent peer, a stopped
+             server and a stopped sender each end the run in bounded time
+             with the documented message
 
 Every run sleeps on a completion channel (-e): four busy pollers on two
 CPUs would measure the scheduler, not smrc-perf. Exit 0 on success, 1 with
@@ -52,7 +56,8 @@ from two_process_test import fabric_summary, row, start_fabric  # noqa: E402
 QP = {'timeout': 14}
 
 
-CASES = ['bw_sizes', 'bw_64_qps', 'lat', 'errors', 'extbuf', 'fabric', 'fabric_srv6', 'window']
+CASES = ['bw_sizes', 'bw_64_qps', 'lat', 'errors', 'extbuf', 'fabric', 'fabric_srv6', 'window',
+         'timeout']
 # How every run waits unless a case says otherwise.
 QUIET_EVENTS = ('--no-progress', '-e')
 
@@ -281,6 +286,93 @@ def case_window(args):
         check(server.returncode == 1 and 'its parameters are out of range' in out_s,
               f'server {server.returncode}: {out_s}')
         print(f'refused as documented: {out_s.strip()}')
+    with_daemons(args, body)
+
+
+def lasts(run):
+    """Calls run(n), which runs n messages and returns the seconds they took,
+    with n growing until they take over a second."""
+    n = 200
+    for _ in range(6):
+        seconds = run(n)
+        if seconds > 1:
+            print(f'{n} messages in {seconds:.2f} s')
+            return
+        n = int(n * 1.5 / max(seconds, 0.01))
+    check(False, f'{n} messages still took {seconds:.2f} s')
+
+
+def fails_within(cmd, limit, message, stop=None):
+    """Runs cmd (stopping `stop` once it is underway): exit 1 with message, within limit s."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        if stop:
+            time.sleep(1.5)
+            if proc.poll() is not None or stop.poll() is not None:
+                proc.kill()
+                stop.kill()
+                check(False, f'the run ended before its peer was stopped: {proc.communicate()} '
+                      f'{stop.communicate()}')
+            stop.send_signal(signal.SIGSTOP)
+        t0 = time.monotonic()
+        out, err = proc.communicate(timeout=limit + 30)
+        took = time.monotonic() - t0
+    finally:
+        proc.kill()
+        if stop:
+            stop.kill()
+            stop.wait()
+    check(proc.returncode == 1 and message in err and took < limit,
+          f'{cmd}: exit {proc.returncode} after {took:.1f} s, want 1 with {message!r} within '
+          f'{limit} s: {out}{err}')
+    print(f'failed after {took:.1f} s as documented: {err.strip()}')
+
+
+def case_timeout(args):
+    short = ('--timeout-ms', '300')
+
+    def body(a, b):
+        # Runs of over a second in all, completions (and a receiver's
+        # keep-alives) coming every few ms: they must not time out.
+        bw = ('write_bw', '-m', '65536', '-s', '65536', '-w', '1', '-c', '8', '--json')
+
+        def write_bw(n, *extra):
+            client, _, server = run_pair(args, *bw, *extra, '-n', str(n), *short,
+                                         server_opts=short, json_out=True)
+            got = [json.loads(x) for x in (client + server).splitlines()]
+            check(all(l['verified'] and l['total_ops'] == n for l in got), f'{got}')
+            return min(l['seconds'] for l in got)
+
+        def write_lat(n):
+            client, _, _ = run_pair(args, 'write_lat', '-m', '64', '-s', '64', '-w', '1',
+                                    '-n', str(n), *short, server_opts=short)
+            (r,) = rows(client, 7)
+            check(r[1] == n, client)
+            return r[2] * n / 1e6
+
+        lasts(write_bw)
+        lasts(lambda n: write_bw(n, '-b'))
+        lasts(write_lat)
+        # A peer that accepts the connection and never answers.
+        with socket.create_server(('::1', port(args)), family=socket.AF_INET6):
+            fails_within(perf(args, 'write_bw', 'b', '--timeout-ms', '500'), 10,
+                         'smrc-perf: the peer said nothing for 500 ms')
+        # A write_lat server stopped mid-run: the client's next pong never comes.
+        wait = ('--timeout-ms', '1000')
+        server = subprocess.Popen(perf(args, 'write_lat', 'a', *wait, server=True),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        fails_within(perf(args, 'write_lat', 'b', '-n', '10000000', '-w', '0', *wait), 10,
+                     'smrc-perf: no completion within 1000 ms (is the peer\'s softmrcd '
+                     'reachable?)', stop=server)
+        # A write_bw sender stopped mid-stream: its keep-alives stop too, and
+        # the receiving server gives up. The client's longer timeout (which
+        # also bounds its connecting, before the server listens) must not
+        # space its keep-alives beyond the server's.
+        server_cmd = perf(args, 'write_bw', 'a', *wait, server=True)
+        client = subprocess.Popen(perf(args, 'write_bw', 'b', '-m', '4096', '-s', '4096', '-n',
+                                       '1000000000', '-w', '0', '--timeout-ms', '10000'),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        fails_within(server_cmd, 10, 'smrc-perf: no completion within 1000 ms', stop=client)
     with_daemons(args, body)
 
 
