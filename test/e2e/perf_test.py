@@ -30,10 +30,13 @@ and a client on daemon b. One --case per test:
              (write_bw, --bidir, write_lat); a silent peer, a stopped
              server and a stopped sender each end the run in bounded time
              with the documented message
+  modes      spin mode (no -e), the progress bar on standard error beside
+             a clean table, write_lat --json and write_bw --json fields
 
-Every run sleeps on a completion channel (-e): four busy pollers on two
-CPUs would measure the scheduler, not smrc-perf. Exit 0 on success, 1 with
-the reason and the daemons' output otherwise.
+Every run but the modes case's spinning ones sleeps on a completion
+channel (-e): four busy pollers on two CPUs would measure the scheduler,
+not smrc-perf. Exit 0 on success, 1 with the reason and the daemons'
+output otherwise.
 """
 
 import json
@@ -57,7 +60,7 @@ QP = {'timeout': 14}
 
 
 CASES = ['bw_sizes', 'bw_64_qps', 'lat', 'errors', 'extbuf', 'fabric', 'fabric_srv6', 'window',
-         'timeout']
+         'timeout', 'modes']
 # How every run waits unless a case says otherwise.
 QUIET_EVENTS = ('--no-progress', '-e')
 
@@ -373,6 +376,50 @@ def case_timeout(args):
                                        '1000000000', '-w', '0', '--timeout-ms', '10000'),
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         fails_within(server_cmd, 10, 'smrc-perf: no completion within 1000 ms', stop=client)
+    with_daemons(args, body)
+
+
+def case_modes(args):
+    def body(a, b):
+        # Spinning (no -e), briefly: four pollers share two CPUs.
+        spin = ('--no-progress',)
+        client, _, server = run_pair(args, 'write_bw', '-m', '64', '-s', '4096', '-f', '64',
+                                     '-n', '300', '-w', '10', '--json', mode=spin)
+        got = [json.loads(x) for x in client.splitlines()]
+        check([l['msg_size'] for l in got] == [64, 4096], client)
+        for l in got:
+            check(set(l) == {'test', 'msg_size', 'total_ops', 'qps', 'bidir', 'seconds',
+                             'bw_gbps', 'msg_rate_mpps', 'verified'} and
+                  l['test'] == 'write_bw' and l['total_ops'] == 300 and l['qps'] == 1 and
+                  not l['bidir'] and l['verified'] and l['seconds'] > 0 and
+                  l['bw_gbps'] > 0 and l['msg_rate_mpps'] > 0, f'{l}')
+        check('2 message sizes received and verified' in server, server)
+        client, _, _ = run_pair(args, 'write_lat', '-m', '64', '-s', '64', '-n', '300', '-w', '10',
+                                mode=spin)
+        (r,) = rows(client, 7)
+        check(r[0] == 64 and r[1] == 300 and 0 < r[3] <= r[4] <= r[5] <= r[6], client)
+        # The progress bar: on standard error, the table alone on standard output.
+        out, err, _ = run_pair(args, 'write_bw', '-m', '64', '-s', '4096', '-f', '8', '-n', '100',
+                               '-w', '1', client_mode=('--progress', '-e'))
+        lines = out.splitlines()
+        check(lines[0].split() == ['MsgSize', 'TotalOps', 'BW_avg(Gbps)', 'MsgRate(Mpps)'] and
+              [int(r[0]) for r in rows(out, 4)] == [64, 512, 4096] and len(lines) == 4,
+              f'the table is not alone on standard output: {out!r}')
+        for shown in ('] 0/3 sizes (64 B)', '] 1/3 sizes (512 B)', '] 2/3 sizes (4096 B)',
+                      '[##############################] 3/3 sizes'):
+            check(shown in err, f'{shown!r} not on standard error: {err!r}')
+        # write_lat --json: the fields docs/smrc-perf.md lists.
+        client, _, _ = run_pair(args, 'write_lat', '-m', '8', '-s', '1024', '-f', '32', '-n', '200',
+                                '-w', '10', '--json')
+        got = [json.loads(x) for x in client.splitlines()]
+        check([l['msg_size'] for l in got] == [8, 256, 1024], client)
+        for l in got:
+            rtt = l['rtt_us']
+            check(set(l) == {'test', 'msg_size', 'total_ops', 'rtt_us', 'verified'} and
+                  set(rtt) == {'avg', 'p50', 'p99', 'p99_9', 'max'} and
+                  l['test'] == 'write_lat' and l['total_ops'] == 200 and l['verified'] and
+                  0 < rtt['p50'] <= rtt['p99'] <= rtt['p99_9'] <= rtt['max'] and
+                  0 < rtt['avg'] <= rtt['max'], f'{l}')
     with_daemons(args, body)
 
 
