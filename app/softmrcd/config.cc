@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
+#include <charconv>
 #include <cstring>
 
 #include "softmrcd/config_reader.h"
@@ -22,14 +22,17 @@ namespace {
 // Checked again against the EAL at setup; this only bounds the number.
 constexpr uint64_t kMaxMbufCache = 512;  // RTE_MEMPOOL_CACHE_MAX_SIZE
 
+// Six pairs of hex digits between colons: no sign, space or 0x.
 bool parse_mac(const std::string& s, wire::MacAddr* out) {
-  unsigned b[6];
-  char tail;
-  if (std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-                  &tail) != 6 ||
-      s.size() != 17)
-    return false;
-  for (int i = 0; i < 6; ++i) out->bytes[i] = static_cast<uint8_t>(b[i]);
+  if (s.size() != 17) return false;
+  for (size_t i = 0; i < 6; ++i) {
+    const char* at = s.data() + 3 * i;
+    if (i < 5 && at[2] != ':') return false;
+    if (!std::isxdigit(static_cast<unsigned char>(at[0])) ||
+        !std::isxdigit(static_cast<unsigned char>(at[1])))
+      return false;
+    std::from_chars(at, at + 2, out->bytes[i], 16);
+  }
   return true;
 }
 

@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
 #include "engine/qp_attr.h"
 
@@ -131,14 +134,33 @@ std::string quoted(const YAML::Node& n) {
 
 uint64_t whole_number(const YAML::Node& v, const std::string& key, uint64_t lo, uint64_t hi) {
   const std::string s = v.IsScalar() ? v.Scalar() : "";
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long x = std::strtoull(s.c_str(), &end, 0);
-  if (s.empty() || s[0] == '-' || s[0] == '+' || *end != '\0' || errno == ERANGE)
+  const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  const char* digits = s.data() + (hex ? 2 : 0);
+  const char* end = s.data() + s.size();
+  uint64_t x = 0;
+  // from_chars takes no sign, prefix or space: only the digits of the base.
+  const auto [at, ec] = std::from_chars(digits, end, x, hex ? 16 : 10);
+  if (s.empty() || at != end || (ec != std::errc() && ec != std::errc::result_out_of_range))
     fail(key, quoted(v) + " is not a whole number");
-  if (x < lo || x > hi)
-    fail(key,
-         std::to_string(x) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+  if (ec == std::errc::result_out_of_range || x < lo || x > hi)
+    fail(key, (ec == std::errc() ? std::to_string(x) : s) + " is out of range " +
+                  std::to_string(lo) + ".." + std::to_string(hi));
+  return x;
+}
+
+double decimal_number(const YAML::Node& v, const std::string& key, double lo, double hi) {
+  const std::string s = v.IsScalar() ? v.Scalar() : "";
+  const char* end = s.data() + s.size();
+  double x = 0;
+  // Unlike strtod, from_chars takes no space, '+', hex or locale's comma.
+  const auto [at, ec] = std::from_chars(s.data(), end, x, std::chars_format::general);
+  if (s.empty() || at != end || ec != std::errc() || !std::isfinite(x))
+    fail(key, quoted(v) + " is not a number");
+  if (x < lo || x > hi) {
+    std::ostringstream m;
+    m << s << " is out of range " << lo << ".." << hi;
+    fail(key, m.str());
+  }
   return x;
 }
 

@@ -11,12 +11,9 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <functional>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include "softmrcd/config.h"
@@ -38,8 +35,13 @@ struct ConfigError {
 // "'value'", or "a map" / "a list" for what is not a scalar.
 std::string quoted(const YAML::Node& n);
 
-// A whole number in [lo, hi], decimal or 0x hex.
+// A whole number in [lo, hi]: decimal digits (leading zeros too: 010 is
+// ten, not octal eight) or 0x and hex digits; no sign, no other base.
 uint64_t whole_number(const YAML::Node& v, const std::string& key, uint64_t lo, uint64_t hi);
+
+// A number in [lo, hi] in decimal notation, with an optional fraction,
+// exponent or minus sign (1.25, 1e-3, -2); no hex, inf or nan.
+double decimal_number(const YAML::Node& v, const std::string& key, double lo, double hi);
 
 // A YAML mapping being read, with its key path.
 class Map {
@@ -65,20 +67,10 @@ class Map {
     *out = static_cast<T>(whole_number(get(k), key(k), lo, hi));
   }
 
+  // Decimal number in [lo, hi]; absent leaves *out.
   void number(const char* k, double lo, double hi, double* out) {
     if (!has(k)) return;
-    const YAML::Node v = get(k);
-    const std::string s = v.IsScalar() ? v.Scalar() : "";
-    char* end = nullptr;
-    const double x = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end != '\0' || !std::isfinite(x))
-      fail(key(k), quoted(v) + " is not a number");
-    if (x < lo || x > hi) {
-      std::ostringstream m;
-      m << s << " is out of range " << lo << ".." << hi;
-      fail(key(k), m.str());
-    }
-    *out = x;
+    *out = decimal_number(get(k), key(k), lo, hi);
   }
 
   void boolean(const char* k, bool* out) {

@@ -862,6 +862,11 @@ BAD_CONFIGS = [
      "traffic[0].to: no endpoint named 'c'", "no endpoint named '<name>'"),
     ('window_too_big', lambda c: c['traffic'][0].update(window=500),
      'traffic[0].window: 500 is out of range 1..128', '<n> is out of range <lo>..<hi>'),
+    # Leading zeros are decimal, not octal.
+    ('vlan_leading_zero', lambda c: c['endpoints'][0]['planes'][0].update(vlan='04095'),
+     'endpoints[0].planes[0].vlan: 4095 is out of range 1..4094', '<n> is out of range <lo>..<hi>'),
+    ('hex_fraction', lambda c: c['links'][0].update(rate_gbps='0x10'),
+     "links[0].rate_gbps: '0x10' is not a number", "'<value>' is not a number"),
     ('requester_timeout_range', lambda c: c['traffic'][0].update(requester_timeout_ms=-1),
      "traffic[0].requester_timeout_ms: '-1' is not a whole number",
      "'<value>' is not a whole number"),

@@ -1,0 +1,147 @@
+// softmrcd's and smrc-fabric's YAML readers: how numbers and MACs are
+// spelt.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "smrc-fabric/config.h"
+#include "softmrcd/config.h"
+#include "softmrcd/config_reader.h"
+
+namespace softmrc::softmrcd {
+namespace {
+
+// The message refusing softmrcd's `text` (after "t.yaml: "), or "accepted".
+std::string softmrcd_error(const std::string& text, Config* cfg = nullptr) {
+  Config local;
+  std::string err;
+  if (parse_config(text, "t.yaml", cfg ? cfg : &local, &err)) return "accepted";
+  return err.rfind("t.yaml: ", 0) == 0 ? err.substr(8) : err;
+}
+
+std::string fabric_error(const std::string& text, smrc_fabric::FabricConfig* cfg = nullptr) {
+  smrc_fabric::FabricConfig local;
+  std::string err;
+  if (smrc_fabric::parse_config(text, "t.yaml", cfg ? cfg : &local, &err)) return "accepted";
+  return err.rfind("t.yaml: ", 0) == 0 ? err.substr(8) : err;
+}
+
+// "<key>: <problem>" of whole_number() / decimal_number() on `text`.
+std::string whole_error(const std::string& text, uint64_t lo, uint64_t hi) {
+  try {
+    whole_number(YAML::Node(text), "k", lo, hi);
+  } catch (const ConfigError& e) {
+    return e.key + ": " + e.problem;
+  }
+  return "accepted";
+}
+
+std::string decimal_error(const std::string& text, double lo, double hi) {
+  try {
+    decimal_number(YAML::Node(text), "k", lo, hi);
+  } catch (const ConfigError& e) {
+    return e.key + ": " + e.problem;
+  }
+  return "accepted";
+}
+
+TEST(WholeNumber, DecimalWithLeadingZerosOrHex) {
+  const auto read = [](const std::string& text) {
+    return whole_number(YAML::Node(text), "k", 0, UINT64_MAX);
+  };
+  EXPECT_EQ(read("0"), 0u);
+  EXPECT_EQ(read("10"), 10u);
+  EXPECT_EQ(read("010"), 10u);  // not octal 8
+  EXPECT_EQ(read("0800"), 800u);
+  EXPECT_EQ(read("0x1f"), 31u);
+  EXPECT_EQ(read("0X10"), 16u);
+  EXPECT_EQ(read("0x0010"), 16u);
+  EXPECT_EQ(read("18446744073709551615"), UINT64_MAX);
+}
+
+TEST(WholeNumber, RefusesOtherSpellings) {
+  for (const char* text : {"", "-1", "+1", "1.0", "1e3", "0x", "0x-1", "0x+1", "0o17", "0b101",
+                           " 1", "1 ", "1_000", "08x", "0xg", "ten"})
+    EXPECT_EQ(whole_error(text, 0, 100), "k: '" + std::string(text) + "' is not a whole number")
+        << text;
+}
+
+TEST(WholeNumber, OutOfRange) {
+  EXPECT_EQ(whole_error("0101", 0, 100), "k: 101 is out of range 0..100");
+  EXPECT_EQ(whole_error("0x65", 0, 100), "k: 101 is out of range 0..100");
+  EXPECT_EQ(whole_error("0", 1, 100), "k: 0 is out of range 1..100");
+  // Too big for 64 bits: still a whole number, said as written.
+  EXPECT_EQ(whole_error("99999999999999999999", 0, 100),
+            "k: 99999999999999999999 is out of range 0..100");
+}
+
+TEST(DecimalNumber, DecimalNotation) {
+  const auto read = [](const std::string& text) {
+    return decimal_number(YAML::Node(text), "k", -10, 10);
+  };
+  EXPECT_DOUBLE_EQ(read("1.25"), 1.25);
+  EXPECT_DOUBLE_EQ(read("01.5"), 1.5);
+  EXPECT_DOUBLE_EQ(read(".5"), 0.5);
+  EXPECT_DOUBLE_EQ(read("1e-3"), 0.001);
+  EXPECT_DOUBLE_EQ(read("-2"), -2);
+  EXPECT_DOUBLE_EQ(read("7"), 7);
+}
+
+TEST(DecimalNumber, RefusesOtherSpellings) {
+  for (const char* text :
+       {"", "0x10", "0x1p3", "inf", "-inf", "nan", "+1", " 1", "1 ", "1,5", "1.5.2", "e3", "fast"})
+    EXPECT_EQ(decimal_error(text, 0, 100), "k: '" + std::string(text) + "' is not a number")
+        << text;
+  EXPECT_EQ(decimal_error("-0.5", 0, 1), "k: -0.5 is out of range 0..1");
+  EXPECT_EQ(decimal_error("1e400", 0, 1), "k: '1e400' is not a number");
+}
+
+TEST(Numbers, AsTheReadersSeeThem) {
+  Config cfg;
+  ASSERT_EQ(softmrcd_error("endpoints:\n"
+                           "  - name: a\n"
+                           "    planes: [{port: net_null0, ip: 'fd00::a', vlan: 010}]\n"
+                           "rings: {rx_desc: 0x100}\n",
+                           &cfg),
+            "accepted");
+  EXPECT_EQ(cfg.endpoints[0].planes[0].vlan, 10);
+  EXPECT_EQ(cfg.rx_desc, 256);
+  smrc_fabric::FabricConfig fab;
+  ASSERT_EQ(fabric_error("links:\n"
+                         "  - a: [net_null0]\n"
+                         "    b: [net_null1]\n"
+                         "    schedule: [{at_ms: 0800, plane: 0, state: down}]\n",
+                         &fab),
+            "accepted");
+  ASSERT_EQ(fab.links[0].fabric.schedule.size(), 1u);
+  EXPECT_EQ(fab.links[0].fabric.schedule[0].at_ns, 800'000'000u);
+  EXPECT_EQ(fabric_error("links: [{a: [net_null0], b: [net_null1], rate_gbps: 0x10}]\n"),
+            "links[0].rate_gbps: '0x10' is not a number");
+}
+
+TEST(Mac, SixHexPairs) {
+  const auto peer_mac = [](const std::string& mac) {
+    return "endpoints:\n"
+           "  - name: a\n"
+           "    planes: [{port: net_null0, ip: 'fd00::a'}]\n"
+           "peers:\n"
+           "  - name: b\n"
+           "    planes: [{mac: '" +
+           mac + "', ip: 'fd00::b'}]\n";
+  };
+  Config cfg;
+  ASSERT_EQ(softmrcd_error(peer_mac("02:Ab:cD:00:10:ff"), &cfg), "accepted");
+  const uint8_t want[6] = {0x02, 0xab, 0xcd, 0x00, 0x10, 0xff};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(cfg.endpoints[1].planes[0].mac.bytes[i], want[i]) << i;
+  // sscanf's %x read "-1" as ff and "+2" as 02, and skipped spaces.
+  for (const char* mac :
+       {"-1:00:00:00:00:01", "+2:00:00:00:00:01", " 2:00:00:00:00:01", "02:00:00:00:00:1",
+        "02-00-00-00-00-01", "02:00:00:00:00:0g", "02:00:00:00:00:01:"})
+    EXPECT_EQ(softmrcd_error(peer_mac(mac)), "peers[0].planes[0].mac: '" + std::string(mac) +
+                                                 "' is not a MAC address (like 02:00:00:00:00:01)")
+        << mac;
+}
+
+}  // namespace
+}  // namespace softmrc::softmrcd
