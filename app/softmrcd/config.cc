@@ -450,6 +450,7 @@ void read_root(const YAML::Node& root, Config* c) {
 
   const YAML::Node evp = m.get("ev_profiles");
   if (evp && !evp.IsNull() && !evp.IsMap()) fail("ev_profiles", "must be a map of named profiles");
+  check_unique_keys(evp, "ev_profiles");
   if (evp && evp.IsMap())
     for (const auto& kv : evp) {
       EvProfileSpec p;
@@ -479,6 +480,7 @@ void read_root(const YAML::Node& root, Config* c) {
 
   const YAML::Node ccp = m.get("cc_profiles");
   if (ccp && !ccp.IsNull() && !ccp.IsMap()) fail("cc_profiles", "must be a map of named profiles");
+  check_unique_keys(ccp, "cc_profiles");
   if (ccp && ccp.IsMap())
     for (const auto& kv : ccp) {
       CcProfileSpec p;

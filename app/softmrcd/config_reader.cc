@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "engine/qp_attr.h"
@@ -162,6 +163,23 @@ double decimal_number(const YAML::Node& v, const std::string& key, double lo, do
     fail(key, m.str());
   }
   return x;
+}
+
+void check_unique_keys(const YAML::Node& node, const std::string& path) {
+  if (!node || !node.IsMap()) return;
+  std::map<std::string, int> line_of;  // key -> its first line
+  for (const auto& kv : node) {
+    // A key that is not a scalar is no key the readers know (Map::done).
+    if (!kv.first.IsScalar()) continue;
+    const std::string& k = kv.first.Scalar();
+    const int line = kv.first.Mark().line + 1;
+    const auto [first, fresh] = line_of.emplace(k, line);
+    if (fresh) continue;
+    const std::string where = first->second == line ? "line " + std::to_string(line)
+                                                    : "lines " + std::to_string(first->second) +
+                                                          " and " + std::to_string(line);
+    fail(path.empty() ? k : path + "." + k, "is given twice (" + where + ")");
+  }
 }
 
 void read_path_mtu(Map& m, uint32_t* out) {

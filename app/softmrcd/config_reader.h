@@ -43,11 +43,17 @@ uint64_t whole_number(const YAML::Node& v, const std::string& key, uint64_t lo, 
 // exponent or minus sign (1.25, 1e-3, -2); no hex, inf or nan.
 double decimal_number(const YAML::Node& v, const std::string& key, double lo, double hi);
 
+// yaml-cpp keeps both entries of a key given twice in one mapping, and a
+// lookup finds the first: refuses `node` if it has one ("<path>.<key>: is
+// given twice (lines <a> and <b>)").
+void check_unique_keys(const YAML::Node& node, const std::string& path);
+
 // A YAML mapping being read, with its key path.
 class Map {
  public:
   Map(const YAML::Node& node, std::string path) : node_(node), path_(std::move(path)) {
     if (node_ && !node_.IsNull() && !node_.IsMap()) fail(path_, "must be a map of keys");
+    check_unique_keys(node_, path_);
   }
 
   std::string key(const char* k) const { return path_.empty() ? k : path_ + "." + k; }

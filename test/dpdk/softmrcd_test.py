@@ -1035,6 +1035,18 @@ def case_bad_config(args):
                        timeout=15, check=False)
     if r.returncode != 2 or not r.stderr.startswith(f'softmrcd: {path}:3:1: YAML syntax error:'):
         failures.append(f'syntax: exit {r.returncode}, stderr {r.stderr!r}')
+    # A key given twice (which a dict cannot hold, so the text is edited):
+    # YAML would keep one value silently.
+    d = Daemon(args, 'bad_duplicate_key')
+    with open(d.cfg_path, 'w') as f:
+        f.write(json.dumps(two_endpoints(), indent=1).replace(
+            '"path_mtu": 1024,', '"path_mtu": 1024,\n "path_mtu": 4096,', 1))
+    code, out, err = d.run(timeout=15)
+    want = f'softmrcd: {d.cfg_path}: path_mtu: is given twice (lines 2 and 3)'
+    if code != 2 or err.strip() != want:
+        failures.append(f'duplicate_key: exit {code}, stderr {err.strip()!r}, want {want!r}')
+    if 'is given twice (lines <a> and <b>)' not in doc:
+        failures.append('duplicate_key: docs/configuration.md does not list it')
     for name, change, lcores, expected, template in BAD_SETUPS:
         cfg = two_endpoints()
         change(cfg)

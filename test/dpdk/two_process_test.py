@@ -554,6 +554,15 @@ def case_fabric_bad_config(args):
             failures.append(f'{name}: exit {code}, stderr {err.strip()!r}, want {want!r}')
         if template and template not in doc:
             failures.append(f'{name}: docs/configuration.md does not list {template!r}')
+    # A link key given twice (a dict cannot hold it, so the text is edited).
+    f = fabric(args, 'fabric_bad_duplicate_key', None)
+    with open(f.cfg_path, 'w') as out:
+        out.write(json.dumps(good_fabric_config(), indent=1).replace(
+            '"a": [', '"loss": 0.1,\n   "loss": 0.2,\n   "a": [', 1))
+    code, _, err = f.run(['--duration-ms', '100'], timeout=15)
+    want = f'smrc-fabric: {f.cfg_path}: links[0].loss: is given twice (lines 5 and 6)'
+    if code != 2 or err.strip() != want:
+        failures.append(f'duplicate_key: exit {code}, stderr {err.strip()!r}, want {want!r}')
     f = fabric(args, 'fabric_options', None)
     base = f.cmd[:f.cmd.index('--') + 1]
     for argv, expected in BAD_FABRIC_OPTIONS:

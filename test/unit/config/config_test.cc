@@ -1,5 +1,5 @@
 // softmrcd's and smrc-fabric's YAML readers: how numbers and MACs are
-// spelt.
+// spelt and keys given twice.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,6 +11,17 @@
 
 namespace softmrc::softmrcd {
 namespace {
+
+// One hosted endpoint and a peer, with `extra` added at the top level.
+std::string with_peer(const std::string& extra) {
+  return "endpoints:\n"
+         "  - name: a\n"
+         "    planes: [{port: net_null0, ip: 'fd00::a'}]\n"
+         "peers:\n"
+         "  - name: b\n"
+         "    planes: [{mac: '02:00:00:00:0b:00', ip: 'fd00::b'}]\n" +
+         extra;
+}
 
 // The message refusing softmrcd's `text` (after "t.yaml: "), or "accepted".
 std::string softmrcd_error(const std::string& text, Config* cfg = nullptr) {
@@ -141,6 +152,32 @@ TEST(Mac, SixHexPairs) {
     EXPECT_EQ(softmrcd_error(peer_mac(mac)), "peers[0].planes[0].mac: '" + std::string(mac) +
                                                  "' is not a MAC address (like 02:00:00:00:00:01)")
         << mac;
+}
+
+TEST(DuplicateKeys, Refused) {
+  EXPECT_EQ(softmrcd_error("path_mtu: 1024\n" + with_peer("path_mtu: 4096\n")),
+            "path_mtu: is given twice (lines 1 and 8)");
+  EXPECT_EQ(softmrcd_error("endpoints:\n"
+                           "  - name: a\n"
+                           "    planes: [{port: net_null0, ip: 'fd00::a', ip: 'fd00::c'}]\n"),
+            "endpoints[0].planes[0].ip: is given twice (line 3)");
+  EXPECT_EQ(softmrcd_error(with_peer("qp: {ev_profile: fast}\n"
+                                     "ev_profiles:\n"
+                                     "  fast: {evs_per_plane: 4}\n"
+                                     "  fast: {evs_per_plane: 8}\n")),
+            "ev_profiles.fast: is given twice (lines 9 and 10)");
+  EXPECT_EQ(softmrcd_error(with_peer("cc_profiles: {x: {link_gbps: 10}, x: {}}\n")),
+            "cc_profiles.x: is given twice (line 7)");
+  EXPECT_EQ(fabric_error("links:\n"
+                         "  - a: [net_null0]\n"
+                         "    b: [net_null1]\n"
+                         "    loss: 0.1\n"
+                         "    loss: 0.2\n"),
+            "links[0].loss: is given twice (lines 4 and 5)");
+  EXPECT_EQ(fabric_error("stats: {snapshot_ms: 10}\n"
+                         "links: [{a: [net_null0], b: [net_null1]}]\n"
+                         "stats: {log_interval_ms: 0}\n"),
+            "stats: is given twice (lines 1 and 3)");
 }
 
 }  // namespace
