@@ -8,6 +8,8 @@
 #include <cctype>
 #include <charconv>
 #include <cstring>
+#include <iterator>
+#include <utility>
 
 #include "softmrcd/config_reader.h"
 
@@ -21,6 +23,9 @@ namespace {
 
 // Checked again against the EAL at setup; this only bounds the number.
 constexpr uint64_t kMaxMbufCache = 512;  // RTE_MEMPOOL_CACHE_MAX_SIZE
+// The most limits.max_mpr and limits.max_wimm may be.
+constexpr uint64_t kMaxMprLimit = 64;
+constexpr uint64_t kMaxWimmLimit = 65535;
 
 // Six pairs of hex digits between colons: no sign, space or 0x.
 bool parse_mac(const std::string& s, wire::MacAddr* out) {
@@ -34,6 +39,16 @@ bool parse_mac(const std::string& s, wire::MacAddr* out) {
     std::from_chars(at, at + 2, out->bytes[i], 16);
   }
   return true;
+}
+
+// Key `k` of `m` (its default when absent) may be at most `limit`, the
+// value of `limit_key`: checked on the value that applies, not only on
+// one written in the file, so that the engine never refuses it later.
+void check_at_most(Map& m, const char* k, uint64_t value, const std::string& limit_key,
+                   uint64_t limit) {
+  if (value <= limit) return;
+  fail(m.key(k), std::to_string(value) + (m.has(k) ? "" : " (the default)") + " is above " +
+                     limit_key + " (" + std::to_string(limit) + ")");
 }
 
 void read_ip(Map& m, PlaneSpec* p) {
@@ -250,10 +265,18 @@ void read_flow(const YAML::Node& node, const std::string& key, Config* c) {
   m.uint("qps", 1, c->limits.max_qps, &f.qps);
   m.choice("op", {{"write", TrafficOp::kWrite}, {"wimm", TrafficOp::kWimm}}, &f.op);
   m.uint("size", 1, engine::kMaxMessageBytes, &f.size_bytes);
+  m.uint("window", 1, 1u << 20, &f.window);
   // Write mode sends a batch marker (a 0-byte WIMM) per window of Writes.
-  const uint64_t max_window =
-      std::min<uint64_t>({c->qp.max_wimm, c->limits.max_recv_wr, c->limits.max_send_wr / 2});
-  m.uint("window", 1, max_window, &f.window);
+  // The tightest bound is the one to name.
+  const std::pair<std::string, uint64_t> bounds[] = {
+      {"qp.max_wimm", c->qp.max_wimm},
+      {"limits.max_recv_wr", c->limits.max_recv_wr},
+      {"limits.max_send_wr / 2", c->limits.max_send_wr / 2},
+  };
+  const auto& tightest =
+      *std::min_element(std::begin(bounds), std::end(bounds),
+                        [](const auto& x, const auto& y) { return x.second < y.second; });
+  check_at_most(m, "window", f.window, tightest.first, tightest.second);
   m.uint("messages", 0, UINT32_MAX, &f.messages);
   uint64_t ms = 0;
   m.uint("duration_ms", 0, 86'400'000, &ms);
@@ -418,8 +441,8 @@ void read_root(const YAML::Node& root, Config* c) {
     LimitsSpec& lim = c->limits;
     l.uint("max_qps", 1, 65535, &lim.max_qps);
     l.uint("max_regions", 1, 65535, &lim.max_regions);
-    l.uint("max_mpr", 1, 64, &lim.max_mpr);
-    l.uint("max_wimm", 1, 65535, &lim.max_wimm);
+    l.uint("max_mpr", 1, kMaxMprLimit, &lim.max_mpr);
+    l.uint("max_wimm", 1, kMaxWimmLimit, &lim.max_wimm);
     l.uint("max_send_wr", 2, 1u << 20, &lim.max_send_wr);
     l.uint("max_recv_wr", 1, 1u << 20, &lim.max_recv_wr);
     l.done();
@@ -504,12 +527,14 @@ void read_root(const YAML::Node& root, Config* c) {
     };
     qp.ev_profile = profile("ev_profile", c->ev_profiles);
     qp.cc_profile = profile("cc_profile", c->cc_profiles);
-    q.uint("mpr", 1, c->limits.max_mpr, &qp.mpr);
-    q.uint("max_wimm", 1, c->limits.max_wimm, &qp.max_wimm);
+    q.uint("mpr", 1, kMaxMprLimit, &qp.mpr);
+    q.uint("max_wimm", 1, kMaxWimmLimit, &qp.max_wimm);
     q.uint("timeout", 0, engine::kMaxTimeout, &qp.timeout);
     q.uint("retry_linear", 0, engine::kMaxRetryLinear, &qp.retry_linear);
     q.uint("retry_exp", 0, engine::kRetryExpUnlimited, &qp.retry_exp);
     q.done();
+    check_at_most(q, "mpr", qp.mpr, "limits.max_mpr", c->limits.max_mpr);
+    check_at_most(q, "max_wimm", qp.max_wimm, "limits.max_wimm", c->limits.max_wimm);
   }
 
   const YAML::Node links = m.list("links");

@@ -1,5 +1,6 @@
 // softmrcd's and smrc-fabric's YAML readers: how numbers and MACs are
-// spelt and keys given twice.
+// spelt, keys given twice, values (defaults included) against the limits
+// they must respect.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -178,6 +179,38 @@ TEST(DuplicateKeys, Refused) {
                          "links: [{a: [net_null0], b: [net_null1]}]\n"
                          "stats: {log_interval_ms: 0}\n"),
             "stats: is given twice (lines 1 and 3)");
+}
+
+// qp.mpr and qp.max_wimm apply to every QP (the traffic generator's, and
+// applications' unless they say otherwise), so their defaults too must
+// fit the limits; a flow's window must fit every bound.
+TEST(Limits, DefaultsIncluded) {
+  EXPECT_EQ(softmrcd_error(with_peer("limits: {max_mpr: 4}\n")),
+            "qp.mpr: 8 (the default) is above limits.max_mpr (4)");
+  EXPECT_EQ(softmrcd_error(with_peer("limits: {max_mpr: 4}\nqp: {mpr: 5}\n")),
+            "qp.mpr: 5 is above limits.max_mpr (4)");
+  EXPECT_EQ(softmrcd_error(with_peer("limits: {max_mpr: 4}\nqp: {mpr: 4}\n")), "accepted");
+  EXPECT_EQ(softmrcd_error(with_peer("qp: {mpr: 65}\n")), "qp.mpr: 65 is out of range 1..64");
+  EXPECT_EQ(softmrcd_error(with_peer("limits: {max_wimm: 64}\n")),
+            "qp.max_wimm: 128 (the default) is above limits.max_wimm (64)");
+  EXPECT_EQ(softmrcd_error(with_peer("limits: {max_wimm: 64}\nqp: {max_wimm: 64}\n")), "accepted");
+
+  const std::string fits = "limits: {max_wimm: 64}\nqp: {max_wimm: 64}\n";
+  EXPECT_EQ(softmrcd_error(with_peer(fits + "traffic: [{from: a, to: b, window: 100}]\n")),
+            "traffic[0].window: 100 is above qp.max_wimm (64)");
+  EXPECT_EQ(softmrcd_error(with_peer(fits + "traffic: [{from: a, to: b, window: 64}]\n")),
+            "accepted");
+  EXPECT_EQ(softmrcd_error(with_peer("limits: {max_recv_wr: 4}\ntraffic: [{from: a, to: b}]\n")),
+            "traffic[0].window: 8 (the default) is above limits.max_recv_wr (4)");
+  EXPECT_EQ(softmrcd_error(with_peer("limits: {max_send_wr: 10}\ntraffic: [{from: a, to: b}]\n")),
+            "traffic[0].window: 8 (the default) is above limits.max_send_wr / 2 (5)");
+  // The tightest bound is named.
+  EXPECT_EQ(softmrcd_error(with_peer("limits: {max_send_wr: 10, max_recv_wr: 3}\n"
+                                     "traffic: [{from: a, to: b, window: 9}]\n")),
+            "traffic[0].window: 9 is above limits.max_recv_wr (3)");
+  EXPECT_EQ(softmrcd_error(with_peer("limits: {max_send_wr: 10, max_recv_wr: 3}\n"
+                                     "traffic: [{from: a, to: b, window: 3}]\n")),
+            "accepted");
 }
 
 }  // namespace
