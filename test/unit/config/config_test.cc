@@ -1,9 +1,11 @@
 // softmrcd's and smrc-fabric's YAML readers: how numbers and MACs are
 // spelt, keys given twice, values (defaults included) against the limits
-// they must respect.
+// they must respect, and that every configuration shipped in config/ is
+// accepted and means what its comments say.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "smrc-fabric/config.h"
@@ -211,6 +213,77 @@ TEST(Limits, DefaultsIncluded) {
   EXPECT_EQ(softmrcd_error(with_peer("limits: {max_send_wr: 10, max_recv_wr: 3}\n"
                                      "traffic: [{from: a, to: b, window: 3}]\n")),
             "accepted");
+}
+
+const std::filesystem::path kConfigDir = std::filesystem::path(SOFTMRC_SOURCE_ROOT) / "config";
+
+// Every file of config/softmrcd is softmrcd's; config/smrc-fabric holds
+// smrc-fabric's files and the endpoints' that go with them, so each of
+// those must be accepted by one of the two readers. (config/scenarios is
+// smrc-sim's: test/sim loads each of those.)
+TEST(ShippedConfigs, Accepted) {
+  int softmrcd_files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kConfigDir / "softmrcd")) {
+    if (entry.path().extension() != ".yaml") continue;
+    Config cfg;
+    std::string err;
+    EXPECT_TRUE(load_config(entry.path().string(), &cfg, &err)) << err;
+    ++softmrcd_files;
+  }
+  EXPECT_GE(softmrcd_files, 7);
+
+  int fabric_files = 0, endpoint_files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kConfigDir / "smrc-fabric")) {
+    if (entry.path().extension() != ".yaml") continue;
+    smrc_fabric::FabricConfig fab;
+    Config cfg;
+    std::string fabric_err, softmrcd_err;
+    if (smrc_fabric::load_config(entry.path().string(), &fab, &fabric_err))
+      ++fabric_files;
+    else if (load_config(entry.path().string(), &cfg, &softmrcd_err))
+      ++endpoint_files;
+    else
+      ADD_FAILURE() << "neither reader takes it: " << fabric_err << " / " << softmrcd_err;
+  }
+  EXPECT_GE(fabric_files, 1);
+  EXPECT_GE(endpoint_files, 2);
+}
+
+// What demo.yaml's comment promises, so that a renamed key cannot drop it.
+TEST(ShippedConfigs, Demo) {
+  Config cfg;
+  std::string err;
+  ASSERT_TRUE(load_config((kConfigDir / "softmrcd" / "demo.yaml").string(), &cfg, &err)) << err;
+  ASSERT_EQ(cfg.endpoints.size(), 2u);
+  for (const EndpointSpec& e : cfg.endpoints) EXPECT_EQ(e.planes.size(), 4u) << e.name;
+  ASSERT_EQ(cfg.links.size(), 1u);
+  const LinkFabricSpec& f = cfg.links[0].fabric;
+  ASSERT_EQ(f.planes.size(), 4u);
+  for (uint32_t p = 0; p < 3; ++p) {
+    const fabric::LinkConfig& l = f.planes[p].link;
+    EXPECT_EQ(l.rate_mbps, 1250u) << p;
+    EXPECT_EQ(l.delay_ns, 100'000u) << p;
+    EXPECT_EQ(l.buffer_bytes, 256u << 10) << p;
+    EXPECT_EQ(l.ecn_threshold_bytes, 64u << 10) << p;
+    EXPECT_EQ(l.overflow, fabric::Overflow::kTrim) << p;
+  }
+  // Plane 3: slower, a small buffer that never marks: it trims.
+  const fabric::LinkConfig& trimming = f.planes[3].link;
+  EXPECT_EQ(trimming.rate_mbps, 600u);
+  EXPECT_EQ(trimming.buffer_bytes, 16u << 10);
+  EXPECT_EQ(trimming.ecn_threshold_bytes, fabric::kUnbounded);
+  EXPECT_EQ(trimming.overflow, fabric::Overflow::kTrim);
+  // Plane 2 fails at 8 s and comes back at 14 s.
+  ASSERT_EQ(f.schedule.size(), 2u);
+  EXPECT_EQ(f.schedule[0].plane, 2);
+  EXPECT_EQ(f.schedule[0].action, LinkAction::kDown);
+  EXPECT_EQ(f.schedule[0].at_ns, 8'000'000'000u);
+  EXPECT_EQ(f.schedule[1].plane, 2);
+  EXPECT_EQ(f.schedule[1].action, LinkAction::kUp);
+  EXPECT_EQ(f.schedule[1].at_ns, 14'000'000'000u);
+  ASSERT_EQ(cfg.traffic.size(), 1u);
+  EXPECT_EQ(cfg.traffic[0].qps, 2u);
+  EXPECT_EQ(cfg.traffic[0].op, TrafficOp::kWimm);
 }
 
 }  // namespace
