@@ -8,5 +8,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ -x build/app/softmrcd ]] || { echo "demo: run scripts/setup.sh first" >&2; exit 1; }
 ninja -C build >/dev/null
-exec build/app/softmrcd -l 0-1 --no-huge -m 512 --no-pci --file-prefix smrc-demo \
+exec build/app/softmrcd -l 0-1 --no-huge -m 512 --no-pci --file-prefix smrcd-demo \
   --log-level lib.eal:warning -- --config config/softmrcd/demo.yaml "$@"

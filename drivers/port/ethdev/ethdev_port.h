@@ -4,8 +4,13 @@
 //
 // This is the narrow port interface the daemon's lcore loop sees: bursts
 // of mbufs in and out (DPDK's own inline burst calls, no extra dispatch),
-// the link state, and the offloads the port turned on. The daemon never
-// calls an rte_eth_* function itself.
+// the link state, and the offloads the port turned on. The lcores reach
+// their ports only through it; the daemon's control path makes a few
+// rte_eth_* calls of its own: the in-process fabric makes its ring ports
+// (rte_eth_from_rings) and takes a plane's links down and up
+// (rte_eth_dev_set_link_*), the ports report reads each link
+// (rte_eth_link_get_nowait), and the application server finds the ports'
+// devices (rte_eth_dev_info_get).
 //
 // Threads: attach/open/start/stop/close run on the control thread while no
 // lcore polls the port. rx_burst, tx_burst and poll_link belong to the
