@@ -90,12 +90,9 @@ bool Daemon::setup(const Config& cfg, const Options& opt, std::string* err) {
     endpoints_.push_back(std::make_unique<EndpointTask>());
     if (!endpoints_.back()->setup(cfg_, i, link_ports, &clock_, &phase_, err)) return false;
   }
-  if (!opt_.linerate.empty()) {
-    LinerateSpec spec;
+  if (opt_.linerate) {
     linerate_ = std::make_unique<Linerate>();
-    if (!parse_linerate(opt_.linerate, &spec, err) ||
-        !linerate_->setup(cfg_, *endpoints_[0], spec, err))
-      return false;
+    if (!linerate_->setup(cfg_, *endpoints_[0], *opt_.linerate, err)) return false;
   }
   if (!assign_lcores(err) || !setup_traffic(err)) return false;
   // The controller owns the profiles; the applications' QPs attach to them

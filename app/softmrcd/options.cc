@@ -38,7 +38,8 @@ void print_usage(const char* prog) {
       "Counters: DPDK telemetry, commands under /softmrc/ (dpdk-telemetry.py -f <file\n"
       "prefix>, then /softmrc/stats, /softmrc/ports, /softmrc/planes, /softmrc/qps,\n"
       "/softmrc/qp,<endpoint>,<qpn>, /softmrc/evs,<endpoint>,<qpn>[,<first>],\n"
-      "/softmrc/drops, /softmrc/links, /softmrc/endpoints).\n"
+      "/softmrc/drops, /softmrc/links, /softmrc/endpoints, and\n"
+      "/softmrc/fabric/set,<link>,<plane>,<what>,<value>[,<direction>]).\n"
       "\n"
       "Exit status: 0 clean run (every byte verified), 1 a transfer failed or a byte\n"
       "was wrong, 2 bad options, configuration or EAL setup.\n",
@@ -72,9 +73,12 @@ bool parse_options(int argc, char** argv, Options* o, std::string* err) {
         o->log_interval_ms = static_cast<int64_t>(v);
         break;
       }
-      case kLinerate:
-        o->linerate = optarg;
+      case kLinerate: {
+        LinerateSpec spec;
+        if (!parse_linerate(optarg, &spec, err)) return false;
+        o->linerate = spec;
         break;
+      }
       case 'h':
         o->help = true;
         return true;

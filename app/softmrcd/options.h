@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "softmrcd/linerate.h"
 
 namespace softmrc::softmrcd {
 
@@ -11,8 +14,8 @@ struct Options {
   std::string config;
   bool interactive = false;
   bool help = false;
-  int64_t log_interval_ms = -1;  // -1: the config's stats.log_interval_ms
-  std::string linerate;          // the line-rate mode: probe, rx:SIZE or tx:SIZE
+  int64_t log_interval_ms = -1;          // -1: the config's stats.log_interval_ms
+  std::optional<LinerateSpec> linerate;  // --linerate probe, rx:SIZE or tx:SIZE
 };
 
 // Parses argv[0..argc) (argv[0] is the program name). On failure *err says

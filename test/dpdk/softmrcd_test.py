@@ -664,6 +664,13 @@ def case_telemetry(args):
             text = json.dumps(reply, ensure_ascii=False)
             check(all(' ' <= ch <= '~' for ch in text),
                   f'seed {seed} (SMRC_TELEMETRY_SEED): {cmd!r} -> {text!r}')
+        # --help names every /softmrc/ command the daemon registered.
+        usage = subprocess.run([args.softmrcd, '--help'], capture_output=True, text=True,
+                               timeout=15, check=False).stdout
+        registered = [c for c in t.query('/') if c.startswith('/softmrc/')]
+        check(len(registered) >= 10, f'/softmrc/ commands registered: {registered}')
+        missing = [c for c in registered if not re.search(re.escape(c) + r'\b(?!/)', usage)]
+        check(not missing, f'--help does not name {missing}', usage)
         # Debian's client reads the same commands.
         r = subprocess.run(['dpdk-telemetry.py', '-f', d.prefix], input='/softmrc/stats\n',
                            capture_output=True, text=True, timeout=20, check=False)
@@ -1092,6 +1099,11 @@ def case_options(args):
         (['--', '-c', 'x.yaml', '--log-interval-ms', '-5'],
          "softmrcd: --log-interval-ms: '-5' is not 0..3600000"),
         (['--', '-c', 'x.yaml', 'extra'], "softmrcd: unexpected argument 'extra'"),
+        # Checked with the other options, before the EAL and the file.
+        (['--', '-c', '/nonexistent/x.yaml', '--linerate', 'rx:0'],
+         "softmrcd: --linerate: 'rx:0' is not probe, rx:SIZE or tx:SIZE (SIZE 1..9000)"),
+        (['--', '-c', '/nonexistent/x.yaml', '--linerate', 'fast'],
+         "softmrcd: --linerate: 'fast' is not probe, rx:SIZE or tx:SIZE (SIZE 1..9000)"),
         (['--', '-c', '/nonexistent/x.yaml'],
          'softmrcd: /nonexistent/x.yaml: cannot open: No such file or directory'),
     ]:
