@@ -83,7 +83,7 @@ cmdline_parse_token_string_t t_show = TOKEN_STRING_INITIALIZER(ShowResult, show,
 cmdline_parse_token_string_t t_show_what =
     TOKEN_STRING_INITIALIZER(ShowResult, what, "endpoints#ports#planes#qps#drops#stats#links");
 cmdline_parse_token_string_t t_show_per_endpoint =
-    TOKEN_STRING_INITIALIZER(ShowResult, what, "ports#planes#qps#drops");
+    TOKEN_STRING_INITIALIZER(ShowResult, what, "ports#planes#qps#drops#stats#links");
 cmdline_parse_token_string_t t_show_endpoint =
     TOKEN_STRING_INITIALIZER(ShowResult, endpoint, nullptr);
 
@@ -94,8 +94,33 @@ const CommandSpec cmd_show = {
 };
 const CommandSpec cmd_show_endpoint = {
     on_show_endpoint,
-    "show ports|planes|qps|drops <endpoint>",
+    "show ports|planes|qps|drops|stats|links <endpoint>",
     {&t_show.hdr, &t_show_per_endpoint.hdr, &t_show_endpoint.hdr},
+};
+
+// show qps <endpoint> <first>: the page of QPs a "more next_first" row names
+struct ShowQpsResult {
+  cmdline_fixed_string_t show;
+  cmdline_fixed_string_t qps;
+  cmdline_fixed_string_t endpoint;
+  uint32_t first;
+};
+
+void on_show_qps_from(void* r, cmdline* cl, void*) {
+  const auto* res = static_cast<ShowQpsResult*>(r);
+  show(cl, "qps", {res->endpoint, std::to_string(res->first)});
+}
+
+cmdline_parse_token_string_t t_showqps = TOKEN_STRING_INITIALIZER(ShowQpsResult, show, "show");
+cmdline_parse_token_string_t t_showqps_qps = TOKEN_STRING_INITIALIZER(ShowQpsResult, qps, "qps");
+cmdline_parse_token_string_t t_showqps_endpoint =
+    TOKEN_STRING_INITIALIZER(ShowQpsResult, endpoint, nullptr);
+cmdline_parse_token_num_t t_showqps_first = TOKEN_NUM_INITIALIZER(ShowQpsResult, first, RTE_UINT32);
+
+const CommandSpec cmd_show_qps_from = {
+    on_show_qps_from,
+    "show qps <endpoint> <first>",
+    {&t_showqps.hdr, &t_showqps_qps.hdr, &t_showqps_endpoint.hdr, &t_showqps_first.hdr},
 };
 
 // show qp <endpoint> <qpn>, show evs <endpoint> <qpn> [<first>]
@@ -156,16 +181,19 @@ void on_word(void* r, cmdline* cl, void*) {
   } else {
     cmdline_printf(
         cl,
-        "show endpoints|ports|planes|qps|drops|stats|links [<endpoint>]\n"
-        "show qp <endpoint> <qpn>             every counter of a QP\n"
-        "show evs <endpoint> <qpn> [<first>]  a QP's EVs, 32 at a time\n"
-        "start | stop                         the traffic generator\n"
-        "set plane <endpoint> <plane> up|down take a plane out of use, or back\n"
+        "show endpoints                        the hosted endpoints\n"
+        "show ports|planes|qps|drops|stats|links [<endpoint>]\n"
+        "                                      every endpoint's rows, or one's\n"
+        "show qps <endpoint> <first>           its QPs from the <first>th, 32 at a time\n"
+        "show qp <endpoint> <qpn>              every counter of a QP\n"
+        "show evs <endpoint> <qpn> [<first>]   a QP's EVs, 32 at a time\n"
+        "start | stop                          the traffic generator\n"
+        "set plane <endpoint> <plane> up|down  take a plane out of use, or back\n"
         "set link <link> plane <plane> up|down  fail or restore an in-process link's plane\n"
         "set link <link> plane <plane> loss <p> | blackhole on|off | blackhole_ev <ev> |\n"
         "    restore_ev <ev> | rate_factor <f>  a fault on both directions of the plane\n"
-        "clear stats                          zero the plane, drop and port counters\n"
-        "quit                                 stop cleanly and exit\n");
+        "clear stats                           zero the plane, drop and port counters\n"
+        "quit                                  stop cleanly and exit\n");
   }
 }
 
@@ -316,8 +344,8 @@ const CommandSpec cmd_set_link_change = {
 };
 
 const CommandSpec* const kCommands[] = {
-    &cmd_show,  &cmd_show_endpoint, &cmd_show_qp,  &cmd_show_evs_from,   &cmd_word,
-    &cmd_clear, &cmd_set_plane,     &cmd_set_link, &cmd_set_link_change,
+    &cmd_show, &cmd_show_endpoint, &cmd_show_qps_from, &cmd_show_qp,  &cmd_show_evs_from,
+    &cmd_word, &cmd_clear,         &cmd_set_plane,     &cmd_set_link, &cmd_set_link_change,
 };
 
 // cmdline_parse_inst_t ends in a flexible array of tokens, which C++ cannot

@@ -3,7 +3,8 @@
 // daemon waits on fd() with its other descriptors and calls on_input()
 // when it is readable. Commands (type 'help'):
 //
-//   show endpoints|ports|planes|qps|drops|stats|links [<endpoint>]
+//   show endpoints                    show qps <endpoint> <first>
+//   show ports|planes|qps|drops|stats|links [<endpoint>]
 //   show qp <endpoint> <qpn>          show evs <endpoint> <qpn> [<first>]
 //   start | stop                      the traffic generator
 //   set plane <endpoint> <plane> up|down

@@ -283,8 +283,9 @@ void drops_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, int onl
   }
 }
 
-void stats_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, Report* out) {
+void stats_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, int only, Report* out) {
   for (auto& e : d.endpoints()) {
+    if (only >= 0 && static_cast<int>(e->index()) != only) continue;
     const EndpointSnapshot& s = snaps[e->index()];
     Row r{e->name(), {}};
     PlaneCounters t;
@@ -340,9 +341,14 @@ bool make_report(Daemon& d, const std::string& what, const std::vector<std::stri
     if (!endpoint_arg(d, args, &only, err)) return false;
     drops_report(d, snaps, only, out);
   } else if (what == "stats") {
-    stats_report(d, snaps, out);
+    if (!endpoint_arg(d, args, &only, err)) return false;
+    stats_report(d, snaps, only, out);
   } else if (what == "links") {
-    for (auto& l : d.links()) link_rows(*l, out);
+    // An endpoint's: the link it is on, if any.
+    if (!endpoint_arg(d, args, &only, err)) return false;
+    const int link = only >= 0 ? d.config().link_of(static_cast<uint32_t>(only)) : -1;
+    for (auto& l : d.links())
+      if (only < 0 || static_cast<int>(l->index()) == link) link_rows(*l, out);
   } else {
     *err = "no report '" + what + "'";
     return false;

@@ -10,8 +10,9 @@
 //   qp [endpoint] qpn              every counter of one QP
 //   evs [endpoint] qpn [first]     32 EVs of a QP from `first`
 //   drops [endpoint]               dropped packets by reason
-//   stats                          per-endpoint totals and the traffic generator
-//   links                          the in-process fabric, per link and plane
+//   stats [endpoint]               per-endpoint totals and the traffic generator
+//   links [endpoint]               the in-process fabric, per link and plane
+//                                  (an endpoint's: the link it is on)
 //
 // change_link() is the one command that changes something: a fault on a
 // plane of an in-process link, for telemetry and the prompt alike.

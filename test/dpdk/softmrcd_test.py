@@ -8,7 +8,7 @@
                                of their own
   telemetry                    /softmrc/... over the telemetry socket and
                                with dpdk-telemetry.py, values asserted
-  interactive                  the prompt, fed on stdin
+  interactive                  the prompt, fed on stdin: every command 'help' lists
   sigterm                      SIGTERM mid-transfer: in-flight work completes
   sigterm_flush                the same with no drain time: it is flushed
   extbuf                       tx_payload extbuf: payloads sent in place
@@ -722,9 +722,24 @@ def case_sigterm_flush(args):
     case_sigterm(args, drain_ms=0)
 
 
+# What the prompt's 'help' lists, one form per command line (continuation
+# lines indented); case_interactive runs each form.
+PROMPT_COMMANDS = [
+    'show endpoints', 'show ports|planes|qps|drops|stats|links [<endpoint>]',
+    'show qps <endpoint> <first>', 'show qp <endpoint> <qpn>',
+    'show evs <endpoint> <qpn> [<first>]', 'start | stop', 'set plane <endpoint> <plane> up|down',
+    'set link <link> plane <plane> up|down',
+    'set link <link> plane <plane> loss <p> | blackhole on|off | blackhole_ev <ev> |',
+    'clear stats', 'quit',
+]
+
+
 def case_interactive(args):
     cfg = two_endpoints()
     cfg['traffic'][0]['duration_ms'] = 0
+    # 31 more QPs each side: 33 on a, so that its QPs take two pages.
+    cfg['traffic'].append({'from': 'a', 'to': 'b', 'qps': 31, 'op': 'wimm', 'size': 1024,
+                           'window': 2})
     d = Daemon(args, 'interactive', cfg, stdin=subprocess.PIPE).start(['-i',
                                                                       '--log-interval-ms', '0'])
 
@@ -756,12 +771,64 @@ def case_interactive(args):
         text = d.read_until(pattern).string
         return text
 
+    def block(line):
+        """What `line` printed: its lines between the answers to a command
+        that does not exist, sent before and after it (so that nothing
+        printed before counts); without the commands echoed after their
+        prompts ('softmrcd> help') and log lines ('softmrcd: ...')."""
+        send('no-such-command', 'Command not found')
+        start = d.consumed
+        send(line + '\nno-such-command', 'Command not found')
+        return [l for l in d.lines[start:d.consumed - 1]
+                if l.strip() and not l.startswith('softmrcd')]
+
+    def rows(what):
+        """`show <what>`, as {row: {key: value}}."""
+        out, row = {}, None
+        for l in block('show ' + what):
+            if l.startswith(' '):
+                check(row is not None, f'show {what}: fields before a row', d.output())
+                out[row].update(re.findall(r'(\S+)=(\S+)', l))
+            else:
+                row = l.strip()
+                out[row] = {}
+        return out
+
     try:
-        send('show endpoints', r'^a$')
+        listed = [l.split('  ')[0] for l in block('help') if not l.startswith(' ')]
+        check(listed == PROMPT_COMMANDS, f'help lists {listed}', d.output())
+        eps = rows('endpoints')
+        check(sorted(eps) == ['a', 'b'] and eps['a']['qps'] == '33' and eps['a']['link'] == '0',
+              f'show endpoints: {eps}', d.output())
         send('show stats', r'txgen_verified=0\b')  # nothing before 'start'
         send('start', 'traffic started', pause=0.6)
         verified = int(field(show('stats', 'b', r'txgen_verified='), 'txgen_verified'))
         check(verified > 0, 'no traffic after start', d.output())
+        stats = rows('stats a')
+        check(list(stats) == ['a'] and int(stats['a']['txgen_posted']) > 0,
+              f'show stats a: {stats}', d.output())
+        ports = rows('ports')
+        check(sorted(ports) == ['a/0', 'a/1', 'b/0', 'b/1'] and
+              all(r['driver'] == 'net_ring' and r['link_up'] == '1' and int(r['tx_packets']) > 0
+                  for r in ports.values()), f'show ports: {ports}', d.output())
+        check(sorted(rows('ports b')) == ['b/0', 'b/1'], 'show ports b', d.output())
+        drops = rows('drops')
+        check(sorted(drops) == ['a', 'b'] and drops['b']['total'] == '0' and
+              'rx_bad_icrc' in drops['b'] and 'engine_rx_unknown_qpn' in drops['a'],
+              f'show drops: {drops}', d.output())
+        check(list(rows('drops a')) == ['a'], 'show drops a', d.output())
+        qps = rows('qps')
+        check(len(qps) == 33 and qps['more'] == {'next_first': '32'} and 'a/1' in qps,
+              f'show qps: {list(qps)}', d.output())
+        qps = rows('qps a')
+        check(sorted(qps) == sorted([f'a/{n}' for n in range(1, 33)] + ['more']) and
+              qps['more'] == {'next_first': '32'}, f'show qps a: {list(qps)}', d.output())
+        qps = rows('qps a 32')
+        check(list(qps) == ['a/33'] and qps['a/33']['owner'] == 'txgen' and
+              qps['a/33']['peer'] == 'b', f'show qps a 32: {qps}', d.output())
+        links = rows('links a')
+        check(sorted(links) == ['link0/0', 'link0/1'] and links['link0/0']['up'] == '1',
+              f'show links a: {list(links)}', d.output())
         send('set plane a 1 down', 'a plane 1 set down', pause=0.3)
         row = show('planes a', 'a/1', r'\bin_use=')
         check(field(row, 'admin_up') == '0' and field(row, 'in_use') == '0', row, d.output())
@@ -783,7 +850,33 @@ def case_interactive(args):
         check(field(row, 'b_to_a_loss') == '0.25', row, d.output())
         send('set link 0 plane 1 loss 0', 'link 0 plane 1 set loss 0')
         send('set link 0 plane 1 rate_factor 2', "error: rate_factor '2' is not 0.001..1")
+        def link_row(plane, cond):
+            """Row link0/<plane> of `show links` once cond(row) holds."""
+            return wait_for(f'show links: link0/{plane}',
+                            lambda: (lambda r: r if cond(r) else None)(rows('links')[
+                                f'link0/{plane}']), output=d.output())
+
+        # Briefly: a plane blackholed both ways for long takes QPs to their
+        # retry limit.
+        send('set link 0 plane 1 blackhole on', 'link 0 plane 1 set blackhole on')
+        link_row(1, lambda r: r['a_to_b_blackhole'] == r['b_to_a_blackhole'] == '1' and
+                 int(r['a_to_b_drop_blackhole']) > 0)
+        send('set link 0 plane 1 blackhole off', 'link 0 plane 1 set blackhole off')
+        # EV 0 of plane 0 rides in UDP source port 49152 (ev_profiles.default).
+        send('set link 0 plane 0 blackhole_ev 49152', 'link 0 plane 0 set ev 49152 blackholed')
+        link_row(0, lambda r: r['a_to_b_blackholed_evs'] == r['b_to_a_blackholed_evs'] == '1' and
+                 int(r['a_to_b_drop_ev_blackhole']) > 0)
+        send('set link 0 plane 0 restore_ev 49152', 'link 0 plane 0 set ev 49152 restored')
+        send('set link 0 plane 1 rate_factor 0.5', 'link 0 plane 1 set rate_factor 0.5',
+             pause=0.3)
+        links = rows('links')
+        check(links['link0/0']['a_to_b_blackholed_evs'] == '0' and
+              links['link0/1']['a_to_b_blackhole'] == '0' and
+              links['link0/1']['a_to_b_rate_factor'] == '0.5', f'show links: {links}', d.output())
         send('show evs a 1 7', r'^ev7$')
+        evs = rows('evs a 1')
+        check(sorted(evs) == [f'ev{i}' for i in range(8)] and evs['ev7']['plane'] == '1',
+              f'show evs a 1: {evs}', d.output())
         send('stop', 'traffic stopped', pause=0.5)
         send('clear stats', 'stats cleared', pause=0.2)
         row = show('planes', 'a/0', r'\brx_packets=')
