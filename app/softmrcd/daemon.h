@@ -36,8 +36,11 @@ class Daemon {
   Daemon& operator=(const Daemon&) = delete;
   ~Daemon();
 
-  // After rte_eal_init. On failure *err is "<key>: <problem>".
+  // After rte_eal_init. On failure *err is "<key>: <problem>"; false too,
+  // between steps, once a stop signal arrived (stop_signal()).
   bool setup(const Config& cfg, const Options& opt, std::string* err);
+  // After setup() gave up for a stop signal: says so; the exit status.
+  int setup_stopped();
   // Runs until the traffic is done, a signal, or 'quit'; the exit status.
   int run();
   void teardown();
@@ -60,8 +63,11 @@ class Daemon {
   // Setup: a service the control thread serves from now on.
   void add_service(std::unique_ptr<ControlService> s) { services_.push_back(std::move(s)); }
 
-  // From the signal handler: only raises a flag.
+  // The handler of SIGINT and SIGTERM, installed before the EAL starts:
+  // it only raises a flag.
   static void on_signal(int sig);
+  // "SIGINT" or "SIGTERM" once one arrived, else nullptr.
+  static const char* stop_signal();
 
  private:
   struct LcoreRoles {
@@ -81,6 +87,9 @@ class Daemon {
   void log_status(uint64_t now);
   void report_recoveries(const std::vector<EndpointSnapshot>& snaps);
   int summarize(uint64_t now);
+  // Whether a run that moved no message of the traffic failed: some flow
+  // has an end here, and its traffic was started (by 'start' under -i).
+  bool traffic_expected() const;
 
   Config cfg_;
   Options opt_;
@@ -97,6 +106,7 @@ class Daemon {
   uint64_t linerate_t0_ns_ = 0;  // the measured interval's start (snapshot time)
   uint64_t linerate_packets0_ = 0;
 
+  bool traffic_started_ = false;
   std::string stop_reason_;
   uint64_t started_ns_ = 0;
   uint64_t stop_at_ns_ = 0;  // when draining began

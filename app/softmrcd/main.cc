@@ -5,7 +5,8 @@
 // The configuration is read and checked before the EAL starts, so a bad
 // file costs no EAL setup; then the daemon builds the endpoints, links and
 // traffic, runs until its traffic is done or it is told to stop, and prints
-// a summary. Exit status: 0 clean, 1 a transfer failed, 2 bad usage.
+// a summary. Exit status: 0 clean, 1 a transfer failed or checked nothing,
+// 2 bad usage. SIGINT and SIGTERM stop it cleanly from before the EAL on.
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_pdump.h>
@@ -47,6 +48,8 @@ int main(int argc, char** argv) {
     print_usage(argv[0]);
     return 0;
   }
+  // From here on, SIGINT and SIGTERM stop softmrcd cleanly, setup included.
+  on_stop_signals(&Daemon::on_signal);
   Config cfg;
   if (!load_config(opt.config, &cfg, &err)) return usage_error(err);
 
@@ -60,7 +63,11 @@ int main(int argc, char** argv) {
   {
     Daemon daemon;
     if (!daemon.setup(cfg, opt, &err)) {
-      std::fprintf(stderr, "softmrcd: %s: %s\n", cfg.path.c_str(), err.c_str());
+      // A signal may have failed a step on its own (EINTR): not the file's fault.
+      if (Daemon::stop_signal() != nullptr)
+        status = daemon.setup_stopped();
+      else
+        std::fprintf(stderr, "softmrcd: %s: %s\n", cfg.path.c_str(), err.c_str());
     } else {
       attach_telemetry(&daemon);
       status = daemon.run();

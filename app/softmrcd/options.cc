@@ -33,7 +33,9 @@ void print_usage(const char* prog) {
       "Without -i, traffic starts at once; when every flow has a message count or a\n"
       "duration, softmrcd exits after the last one completes. SIGINT or SIGTERM stops\n"
       "it cleanly: new work stops, in-flight work completes (or is flushed after\n"
-      "shutdown.drain_ms), then a summary.\n"
+      "shutdown.drain_ms), then a summary. One during setup (ports probed and\n"
+      "started) ends setup at its next step: what was set up is torn down, and the\n"
+      "run counts as one whose traffic never ran.\n"
       "\n"
       "Counters: DPDK telemetry, commands under /softmrc/ (dpdk-telemetry.py -f <file\n"
       "prefix>, then /softmrc/stats, /softmrc/ports, /softmrc/planes, /softmrc/qps,\n"
@@ -41,8 +43,10 @@ void print_usage(const char* prog) {
       "/softmrc/drops, /softmrc/links, /softmrc/endpoints, and\n"
       "/softmrc/fabric/set,<link>,<plane>,<what>,<value>[,<direction>]).\n"
       "\n"
-      "Exit status: 0 clean run (every byte verified), 1 a transfer failed or a byte\n"
-      "was wrong, 2 bad options, configuration or EAL setup.\n",
+      "Exit status: 0 clean run (every byte verified; also no traffic configured, or\n"
+      "-i and 'start' never typed), 1 a transfer failed, a byte was wrong, or the\n"
+      "traffic checked nothing (no message completed or arrived: a peer that never\n"
+      "answered, a stop during setup), 2 bad options, configuration or EAL setup.\n",
       prog);
 }
 

@@ -11,6 +11,10 @@
   interactive                  the prompt, fed on stdin: every command 'help' lists
   sigterm                      SIGTERM mid-transfer: in-flight work completes
   sigterm_flush                the same with no drain time: it is flushed
+  sigint                       SIGINT mid-transfer, as SIGTERM
+  setup_signal                 SIGTERM during setup: it gives up cleanly, exit 1
+  nothing_verified             traffic that never flowed fails (exit 1); -i
+                               without 'start' does not
   extbuf                       tx_payload extbuf: payloads sent in place
   fabric_impairments           the emulated fabric: rate, delay, random loss,
                                a slow plane that trims, a plane failure; every
@@ -683,22 +687,22 @@ def case_telemetry(args):
         d.kill()
 
 
-def case_sigterm(args, drain_ms=2000):
+def case_sigterm(args, drain_ms=2000, sig=signal.SIGTERM):
     cfg = two_endpoints(shutdown={'drain_ms': drain_ms})
     cfg['traffic'][0]['duration_ms'] = 0
-    name = 'sigterm' if drain_ms else 'sigterm_flush'
+    name = {signal.SIGINT: 'sigint'}.get(sig, 'sigterm' if drain_ms else 'sigterm_flush')
     d = Daemon(args, name, cfg).start()
     try:
         # Mid-transfer: messages are being verified.
         d.read_until(r'txgen verified \d+ \(\+[1-9]\d*\)')
-        d.proc.send_signal(signal.SIGTERM)
+        d.proc.send_signal(sig)
         code = d.wait()
     finally:
         d.kill()
     out = d.output()
     check(code == 0, f'exit status {code}', out)
-    check('stopping (SIGTERM)' in out, 'no stopping line', out)
-    m = re.search(r'stopped \(SIGTERM\) at t=[\d.]+s: (\d+) messages were in flight, (\d+) '
+    check(f'stopping ({sig.name})' in out, 'no stopping line', out)
+    m = re.search(rf'stopped \({sig.name}\) at t=[\d.]+s: (\d+) messages were in flight, (\d+) '
                   r'completed during the drain, (\d+) flushed \(status FLUSHED\)', out)
     check(m is not None, 'no shutdown line', out)
     in_flight, drained, flushed = map(int, m.groups())
@@ -720,6 +724,82 @@ def case_sigterm(args, drain_ms=2000):
 
 def case_sigterm_flush(args):
     case_sigterm(args, drain_ms=0)
+
+
+def case_sigint(args):
+    """SIGINT (Ctrl-C) mid-transfer stops it as SIGTERM does."""
+    case_sigterm(args, sig=signal.SIGINT)
+
+
+def case_setup_signal(args):
+    """SIGTERM while setup waits (here on control_state_file, a FIFO no one
+    writes, after the ports started): setup gives up, what it set up is torn
+    down, and the run counts as one whose traffic never ran (exit 1)."""
+    fifo = os.path.join(args.workdir, 'state.fifo')
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    d = Daemon(args, 'setup_signal', two_endpoints(control_state_file=fifo)).start()
+    try:
+        def blocked_on_fifo():  # the kernel's wait for a FIFO's writer
+            with open(f'/proc/{d.proc.pid}/wchan') as f:
+                return f.read() == 'wait_for_partner'
+        wait_for('setup to open the FIFO', blocked_on_fifo, timeout=30, output=d.output())
+        d.proc.send_signal(signal.SIGTERM)
+        code = d.wait()
+    finally:
+        d.kill()
+    out = d.output()
+    check(code == 1, f'exit status {code}, want 1', out)
+    check('softmrcd: stopped (SIGTERM) during setup, before any traffic' in out,
+          'no line saying setup stopped', out)
+    check('softmrcd: FAIL: the traffic never ran, nothing was verified' in out, 'no FAIL line', out)
+    check('control_state_file' not in out and 'txgen' not in out,
+          'an error for the interrupted step, or a run', out)
+
+
+def memif_client_config(sock):
+    """Endpoint a, a net_memif client of `sock` (a server that never comes),
+    with a flow to its peer b."""
+    return {
+        'path_mtu': 1024,
+        'stats': {'snapshot_ms': 20, 'log_interval_ms': 100},
+        'endpoints': [{'name': 'a', 'planes': [dict(
+            plane('a', 0), port=f'net_memif0,role=client,id=0,socket={sock},socket-abstract=no')]}],
+        'peers': [{'name': 'b', 'planes': [plane('b', 0)]}],
+        'traffic': [{'from': 'a', 'to': 'b', 'qps': 1, 'op': 'write', 'size': 4096,
+                     'window': 2, 'duration_ms': 500}],
+    }
+
+
+def case_nothing_verified(args):
+    """A run whose traffic never flowed (a's memif server, and so its peer,
+    never comes) is no clean run: SIGTERM, FAIL, exit 1. Under -i, a run
+    whose traffic was never started is clean."""
+    cfg = memif_client_config(os.path.join(args.workdir, 'nobody.sock'))
+    d = Daemon(args, 'nothing_verified', cfg).start()
+    try:
+        d.read_until(r'^softmrcd: t=[\d.]+s a\[.*planes 0 .*txgen verified 0 ')
+        d.proc.send_signal(signal.SIGTERM)
+        code = d.wait()
+    finally:
+        d.kill()
+    out = d.output()
+    check(code == 1, f'exit status {code}, want 1', out)
+    check('softmrcd: FAIL: 0.00 GiB verified, every byte checked, 0 errors; no message completed '
+          'or arrived, so no byte was checked' in out, 'no FAIL line', out)
+    s = summary_counts(out)
+    check(s['completed'] == s['verified'] == 0, f'something moved: {s}', out)
+
+    d = Daemon(args, 'nothing_started', cfg, stdin=subprocess.PIPE).start(['-i'])
+    try:
+        d.proc.stdin.write(b'quit\n')
+        d.proc.stdin.flush()
+        code = d.wait()
+    finally:
+        d.kill()
+    out = d.output()
+    check(code == 0 and 'softmrcd: PASS: 0.00 GiB verified' in out,
+          f'-i without start: exit status {code}', out)
 
 
 # What the prompt's 'help' lists, one form per command line (continuation
