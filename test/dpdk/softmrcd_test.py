@@ -8,6 +8,8 @@
                                of their own
   telemetry                    /softmrc/... over the telemetry socket and
                                with dpdk-telemetry.py, values asserted
+  demo                         scripts/demo.sh's run of config/softmrcd/demo.yaml:
+                               plane 2 fails and returns, plane 3 trims
   interactive                  the prompt, fed on stdin: every command 'help' lists
   sigterm                      SIGTERM mid-transfer: in-flight work completes
   sigterm_flush                the same with no drain time: it is flushed
@@ -42,6 +44,7 @@ import os
 import random
 import re
 import select
+import shlex
 import shutil
 import signal
 import socket
@@ -244,6 +247,63 @@ def check_plane_failure(code, out, err):
 
 def case_two_endpoints_plane_failure(args):
     check_plane_failure(*Daemon(args, 'plane_failure', plane_failure_config()).run())
+
+
+def demo_command(args, prefix):
+    """scripts/demo.sh's softmrcd command line, with this softmrcd, file
+    prefix `prefix` and no extra arguments, and the prefix demo.sh uses."""
+    root = os.path.join(args.docs, '..')
+    with open(os.path.join(root, 'scripts', 'demo.sh')) as f:
+        script = f.read().replace('\\\n', ' ')
+    line = next((l for l in script.splitlines() if l.startswith('exec ')), None)
+    check(line is not None, 'no exec line in scripts/demo.sh', script)
+    argv = shlex.split(line)[1:]
+    check(argv[0] == 'build/app/softmrcd' and argv[-1] == '$@' and '--file-prefix' in argv,
+          f'scripts/demo.sh runs {argv}')
+    i = argv.index('--file-prefix')
+    script_prefix = argv[i + 1]
+    argv[i + 1] = prefix
+    return [os.path.abspath(args.softmrcd)] + argv[1:-1], script_prefix
+
+
+def case_demo(args):
+    """The README's demo as scripts/demo.sh runs it (config/softmrcd/demo.yaml,
+    about 20 s): plane 2 fails near t=8 s and comes back near t=14 s, plane 3
+    trims, every message verified. Times allow for a loaded machine."""
+    cmd, script_prefix = demo_command(args, 'smrcd-demo-test')
+    with open(os.path.join(args.docs, 'daemon.md')) as f:
+        doc = f.read()
+    check(f'--file-prefix {script_prefix} \\\n  -- --config config/softmrcd/demo.yaml' in doc,
+          f'docs/daemon.md does not run the demo with --file-prefix {script_prefix}')
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=150, check=False,
+                       cwd=os.path.join(args.docs, '..'))
+    out, both = r.stdout, r.stdout + r.stderr
+    check(r.returncode == 0, f'exit status {r.returncode}', both)
+    m = re.search(r'^softmrcd: PASS: ([\d.]+) GiB verified, every byte checked, 0 errors', out,
+                  re.M)
+    check(m is not None and float(m.group(1)) > 0, 'no PASS line with bytes verified', both)
+    s = summary_counts(out)
+    check(s['verified'] > 0 and s['verified'] == s['completed'] == s['posted'] and
+          s['mismatches'] == s['errors'] == 0, f'not every message verified: {s}', both)
+    logs = [m for m in map(LOG.match, out.splitlines()) if m]
+    check(len(logs) >= 10 and all(m.group(6) == '0' for m in logs),
+          f'{len(logs)} live lines (want 10 or more), or errors in them', both)
+    for ep in ('a', 'b'):
+        down = re.search(rf'^softmrcd: t=([\d.]+)s {ep} plane 2 down \(link down\)$', out, re.M)
+        up = re.search(rf'^softmrcd: t=([\d.]+)s {ep} plane 2 up \(link up\)$', out, re.M)
+        check(down and 7.9 <= float(down[1]) <= 10, f'{ep}: plane 2 did not go down near 8 s', both)
+        check(up and 13.9 <= float(up[1]) <= 16, f'{ep}: plane 2 did not come back near 14 s',
+              both)
+    during = [m for m in logs if float(down[1]) + 0.5 <= float(m.group(1)) <= 13.9]
+    check(during and all(m.group(2) == m.group(3) == '1101' for m in during) and
+          any(int(m.group(5)) > 0 for m in during),
+          'plane 2 not out of use, or nothing verified, while it was down', both)
+    after = [m for m in logs if float(m.group(1)) >= float(up[1]) + 0.5]
+    check(after and any(m.group(2) == '1111' and int(m.group(5)) > 0 for m in after),
+          'plane 2 not back in use with traffic', both)
+    trims = [int(n) for n in re.findall(r'^softmrcd: t=[\d.]+s link 0: .*\| p3 [\d.]+ Gb/s trims (\d+)', out, re.M)]
+    check(sum(trims) > 0, 'plane 3 trimmed nothing', both)
+    check(link_totals(out)['trims'] > 0, 'the link summary counts no trims', both)
 
 
 def case_port_lcores(args):
