@@ -277,6 +277,11 @@ void read_flow(const YAML::Node& node, const std::string& key, Config* c) {
       *std::min_element(std::begin(bounds), std::end(bounds),
                         [](const auto& x, const auto& y) { return x.second < y.second; });
   check_at_most(m, "window", f.window, tightest.first, tightest.second);
+  if (f.op == TrafficOp::kWrite &&
+      std::min<uint32_t>(c->qp.max_wimm, c->limits.max_recv_wr) < kWriteMarkersInFlight)
+    fail(m.key("op"),
+         "write keeps 2 batch markers (0-byte WIMMs) in flight: it needs qp.max_wimm and "
+         "limits.max_recv_wr of at least 2");
   m.uint("messages", 0, UINT32_MAX, &f.messages);
   uint64_t ms = 0;
   m.uint("duration_ms", 0, 86'400'000, &ms);

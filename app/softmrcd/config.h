@@ -150,6 +150,8 @@ struct LinkSpec {
 };
 
 enum class TrafficOp : uint8_t { kWrite, kWimm };
+// The batch markers (0-byte WIMMs) a write flow keeps in flight (txgen.h).
+inline constexpr uint32_t kWriteMarkersInFlight = 2;
 
 // A traffic generator flow: QPs from one endpoint to another, either of
 // which may be a peer (traffic_plan.h: how processes agree on QPNs).

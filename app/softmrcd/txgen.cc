@@ -47,7 +47,7 @@ engine::Status Txgen::add_receiver(const ReceiverSetup& r, engine::Endpoint& ep)
   by_qpn_[r.qpn] = ~static_cast<int32_t>(receivers_.size());
   receivers_.push_back(x);
   if (r.remote_peer != engine::kUnknownPeer) peer(r.remote_peer, r.remote_name);
-  for (uint32_t i = 0; i < r.flow.window; ++i)
+  for (uint32_t i = 0; i < receives(r.flow); ++i)
     if (engine::Status st = ep.post_recv(r.qpn, engine::RecvRequest{}); !st.ok()) return st;
   return {};
 }

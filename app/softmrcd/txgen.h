@@ -102,6 +102,14 @@ class Txgen {
 
   void init(uint32_t max_qps);
   void add_sender(const SenderSetup& s);
+  // Receives a responder keeps posted: one per WIMM the requester may have
+  // in flight. In write mode those are markers, two at most: the last
+  // batch's, whose ACK may still be on its way, and the next batch's; lost
+  // and resent, the second may arrive first.
+  static uint32_t receives(const FlowSpec& f) {
+    return f.op == TrafficOp::kWimm ? f.window : kWriteMarkersInFlight;
+  }
+
   // Posts the receives the responder keeps outstanding.
   engine::Status add_receiver(const ReceiverSetup& r, engine::Endpoint& ep);
 

@@ -1108,6 +1108,12 @@ BAD_CONFIGS = [
                                   c.update(limits={'max_recv_wr': 4})),
      'traffic[0].window: 8 (the default) is above limits.max_recv_wr (4)',
      '<n> is above limits.max_recv_wr (<m>)'),
+    ('write_markers', lambda c: (c['traffic'][0].update(op='write', window=1),
+                                 c.update(limits={'max_recv_wr': 1})),
+     'traffic[0].op: write keeps 2 batch markers (0-byte WIMMs) in flight: it needs qp.max_wimm '
+     'and limits.max_recv_wr of at least 2',
+     'write keeps 2 batch markers (0-byte WIMMs) in flight: it needs qp.max_wimm and '
+     'limits.max_recv_wr of at least 2'),
     ('mpr_default', lambda c: c.update(limits={'max_mpr': 4}),
      'qp.mpr: 8 (the default) is above limits.max_mpr (4)', '<n> is above limits.max_mpr (<m>)'),
     ('mpr_over_limit', lambda c: c.update(limits={'max_mpr': 4}, qp={'mpr': 6}),
