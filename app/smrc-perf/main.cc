@@ -118,28 +118,28 @@ bool parse(int argc, char** argv, Cli* c, std::string* err) {
         ok = number("--port", 1, 65535, &o.port);
         break;
       case 'm':
-        ok = number("--min-size", 1, 64 << 20, &p.min_size);
+        ok = number("--min-size", 1, perf::kMaxSize, &p.min_size);
         break;
       case 's':
-        ok = number("--max-size", 1, 64 << 20, &p.max_size);
+        ok = number("--max-size", 1, perf::kMaxSize, &p.max_size);
         break;
       case 'f':
-        ok = number("--step-factor", 2, 1024, &p.step_factor);
+        ok = number("--step-factor", 2, perf::kMaxStepFactor, &p.step_factor);
         break;
       case 'n':
-        ok = number("--iters", 1, 1'000'000'000, &p.iters);
+        ok = number("--iters", 1, perf::kMaxIters, &p.iters);
         break;
       case 'w':
-        ok = number("--warmup", 0, 1'000'000, &p.warmup);
+        ok = number("--warmup", 0, perf::kMaxWarmup, &p.warmup);
         break;
       case 't':
-        ok = number("--window", 1, 65536, &p.window), window_set = true;
+        ok = number("--window", 1, perf::kMaxWindow, &p.window), window_set = true;
         break;
       case 'c':
-        ok = number("--signal-every", 1, 65536, &p.signal_every);
+        ok = number("--signal-every", 1, perf::kMaxSignalEvery, &p.signal_every);
         break;
       case 'q':
-        ok = number("--qps", 1, 4096, &p.qps), qps_set = true;
+        ok = number("--qps", 1, perf::kMaxQps, &p.qps), qps_set = true;
         break;
       case 'b':
         p.bidir = true;
@@ -154,7 +154,7 @@ bool parse(int argc, char** argv, Cli* c, std::string* err) {
         o.cc_profile = optarg;
         break;
       case kTimeout:
-        ok = number("--timeout-ms", 1, 3'600'000, &o.timeout_ms);
+        ok = number("--timeout-ms", 1, perf::kMaxTimeoutMs, &o.timeout_ms);
         break;
       case kJson:
         c->json = true;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <random>
 
 #include "cli/number.h"
@@ -247,9 +248,11 @@ bool Session::exchange(std::string* err) {
     p->window = static_cast<uint32_t>(m.get(4));
     p->signal_every = static_cast<uint32_t>(m.get(4));
     // The same bounds as the client's command line, against a forged peer.
-    return m.ok() && p->qps >= 1 && p->qps <= 4096 && p->min_size >= 1 &&
-           p->min_size <= p->max_size && p->max_size <= (64ull << 20) && p->step_factor >= 2 &&
-           p->iters >= 1 && p->window >= 1 && p->signal_every >= 1 &&
+    return m.ok() && (p->test == Test::kWriteBw || p->test == Test::kWriteLat) && p->qps >= 1 &&
+           p->qps <= kMaxQps && p->min_size >= 1 && p->min_size <= p->max_size &&
+           p->max_size <= kMaxSize && p->step_factor >= 2 && p->step_factor <= kMaxStepFactor &&
+           p->iters >= 1 && p->iters <= kMaxIters && p->warmup <= kMaxWarmup && p->window >= 1 &&
+           p->window <= kMaxWindow && p->signal_every >= 1 && p->signal_every <= kMaxSignalEvery &&
            (p->test != Test::kWriteBw || p->signal_every <= p->window);
   };
   const auto get_side = [&](Message& m) {
@@ -257,6 +260,7 @@ bool Session::exchange(std::string* err) {
     peer_.rkey = static_cast<uint32_t>(m.get(4));
     peer_.recv_base = m.get(8);
     peer_.timeout_ms = static_cast<uint32_t>(m.get(4));
+    if (peer_.timeout_ms < 1 || peer_.timeout_ms > kMaxTimeoutMs) return false;
     for (uint32_t q = 0; q < p_.qps; ++q) {
       peer_.qpn.push_back(static_cast<uint32_t>(m.get(4)));
       peer_.psn.push_back(static_cast<uint32_t>(m.get(4)) & 0xffffff);
@@ -577,7 +581,13 @@ bool Session::run_lat(uint64_t size, LatResult* r, std::string* err) {
   r->size = size;
   r->total_ops = p_.iters;
   r->rtt_us.clear();
-  r->rtt_us.reserve(p_.iters);
+  try {
+    r->rtt_us.reserve(p_.iters);
+  } catch (const std::bad_alloc&) {
+    *err = "no memory for " + std::to_string(p_.iters) +
+           " round-trip times (8 bytes each): lower --iters";
+    return false;
+  }
   smrc_wc wc[8];
   // One receive per message: wait for it, give it back, check its number.
   const auto receive = [&](uint32_t i) {

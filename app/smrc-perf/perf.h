@@ -22,6 +22,17 @@ namespace softmrc::perf {
 
 enum class Test : uint8_t { kWriteBw = 1, kWriteLat = 2 };
 
+// Every parameter's range, on the command line and in a client's hello,
+// which a server must not trust.
+inline constexpr uint32_t kMaxQps = 4096;
+inline constexpr uint64_t kMaxSize = 64 << 20;
+inline constexpr uint32_t kMaxStepFactor = 1024;
+inline constexpr uint32_t kMaxIters = 1'000'000'000;
+inline constexpr uint32_t kMaxWarmup = 1'000'000;
+inline constexpr uint32_t kMaxWindow = 65536;
+inline constexpr uint32_t kMaxSignalEvery = 65536;
+inline constexpr uint32_t kMaxTimeoutMs = 3'600'000;
+
 // What the client chooses; the server takes it from the client.
 struct Params {
   Test test = Test::kWriteBw;

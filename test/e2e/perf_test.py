@@ -60,7 +60,7 @@ QP = {'timeout': 14}
 
 
 CASES = ['bw_sizes', 'bw_64_qps', 'lat', 'errors', 'extbuf', 'fabric', 'fabric_srv6', 'window',
-         'timeout', 'modes']
+         'timeout', 'modes', 'forged_hello']
 # How every run waits unless a case says otherwise.
 QUIET_EVENTS = ('--no-progress', '-e')
 
@@ -267,28 +267,57 @@ def case_window(args):
             check([l['msg_size'] for l in got] == [64, 4096] and
                   all(l['total_ops'] == 200 and l['verified'] for l in got), client)
             check(f'smrc-perf: note: {note}' in err, f'{opts}: no note on standard error: {err}')
-        # A client that is not ours asks for it anyway: the server refuses.
-        server = subprocess.Popen(perf(args, 'write_bw', 'a', server=True),
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            hello = struct.pack('<IIBBIQQIIIII', 0x46504d53, 2, 1, 0, 1, 64, 64, 2, 10, 1, 16, 64)
-            hello += bytes(16) + struct.pack('<IQIII', 1, 0, 30000, 1, 0)
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    c = socket.create_connection(('::1', port(args)))
-                    break
-                except ConnectionRefusedError:
-                    check(time.monotonic() < deadline, 'the server never listened')
-                    time.sleep(0.05)
-            with c:
-                c.sendall(struct.pack('<I', len(hello)) + hello)
-                out_s, _ = server.communicate(timeout=30)
-        finally:
-            server.kill()
-        check(server.returncode == 1 and 'its parameters are out of range' in out_s,
-              f'server {server.returncode}: {out_s}')
-        print(f'refused as documented: {out_s.strip()}')
+    with_daemons(args, body)
+
+
+def send_hello(args, **fields):
+    """A client that is not smrc-perf says hello to a server with `fields`
+    changed; the server's exit status and output."""
+    f = dict(magic=0x46504d53, version=2, test_id=1, bidir=0, qps=1, min_size=64, max_size=64,
+             step_factor=2, iters=10, warmup=1, window=16, signal_every=16, timeout_ms=30000)
+    f.update(fields)
+    hello = struct.pack('<IIBBIQQIIIII', *(f[k] for k in (
+        'magic', 'version', 'test_id', 'bidir', 'qps', 'min_size', 'max_size', 'step_factor',
+        'iters', 'warmup', 'window', 'signal_every')))
+    hello += bytes(16) + struct.pack('<IQIII', 1, 0, f['timeout_ms'], 1, 0)
+    server = subprocess.Popen(perf(args, 'write_bw', 'a', server=True),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                c = socket.create_connection(('::1', port(args)))
+                break
+            except ConnectionRefusedError:
+                check(time.monotonic() < deadline, 'the server never listened')
+                time.sleep(0.05)
+        with c:
+            c.sendall(struct.pack('<I', len(hello)) + hello)
+            out, _ = server.communicate(timeout=30)
+    finally:
+        server.kill()
+    return server.returncode, out
+
+
+def case_forged_hello(args):
+    """A server refuses every parameter outside the command line's bounds."""
+    def body(a, b):
+        out_of_range = 'its parameters are out of range'
+        for fields, message in (
+                (dict(window=16, signal_every=64), out_of_range),  # would never drain
+                (dict(test_id=7), out_of_range),
+                (dict(qps=4097), out_of_range),
+                (dict(max_size=(64 << 20) + 1), out_of_range),
+                (dict(step_factor=1025), out_of_range),
+                (dict(iters=1_000_000_001), out_of_range),
+                (dict(warmup=1_000_001), out_of_range),
+                (dict(window=65537, signal_every=1), out_of_range),
+                (dict(signal_every=65537), out_of_range),
+                (dict(timeout_ms=0), "the client's addresses do not parse"),
+                (dict(timeout_ms=3_600_001), "the client's addresses do not parse")):
+            code, out = send_hello(args, **fields)
+            check(code == 1 and message in out, f'{fields}: server {code}: {out}')
+        print('11 forged hellos refused')
     with_daemons(args, body)
 
 
@@ -583,6 +612,9 @@ def with_daemons(args, body, extra=None):
     except Failure as e:
         stop(a, b)
         raise Failure(str(e) + outputs(a, b)) from None
+    except BaseException:  # a bug in the test itself: leave no daemon behind
+        stop(a, b)
+        raise
     stop(a, b)
 
 
