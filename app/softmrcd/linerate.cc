@@ -142,7 +142,9 @@ bool Linerate::setup(const Config& cfg, EndpointTask& ep, const LinerateSpec& sp
       FlowSpec f;
       f.op = TrafficOp::kWimm;
       f.size_bytes = bulk ? 64 * spec.size_bytes : spec.size_bytes;
-      f.window = bulk ? std::min<uint32_t>(16, cfg.qp.max_wimm) : cfg.qp.max_wimm;
+      // As many WIMMs as the QP may have outstanding and its send queue hold.
+      const uint32_t most = std::min<uint32_t>(cfg.qp.max_wimm, cfg.limits.max_send_wr);
+      f.window = bulk ? std::min<uint32_t>(16, most) : most;
       uint8_t* buf = nullptr;
       uint32_t key = 0;
       if (!ep.alloc_region(uint64_t{Txgen::slots(f)} * f.size_bytes, &buf, &key, err) ||

@@ -34,9 +34,11 @@ constexpr TelemetryCommand kCommands[] = {
      "EV states and counters of a QP, 32 at a time. Parameters: "
      "[endpoint,]qpn[,first]"},
     {"/softmrc/drops", "drops", "Dropped packets by reason. Parameter: [endpoint]"},
-    {"/softmrc/stats", "stats", "Per-endpoint totals and the traffic generator. No parameters"},
+    {"/softmrc/stats", "stats",
+     "Per-endpoint totals and the traffic generator. Parameter: [endpoint]"},
     {"/softmrc/links", "links",
-     "The in-process fabric per link and plane: counters, drops, faults. No parameters"},
+     "The in-process fabric per link and plane: counters, drops, faults. Parameter: "
+     "[endpoint] (the link it is on)"},
     {"/softmrc/fabric/set", nullptr,
      "Changes a plane of an in-process link (docs/daemon.md). Parameters: "
      "link,plane,what,value[,direction]"},

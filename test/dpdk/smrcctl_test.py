@@ -76,9 +76,14 @@ def start(args, name, **extra):
     cfg['links'][0].update({'rate_gbps': 1, 'delay_us': 20})
     cfg['control_socket'] = os.path.join(args.workdir, 'ctl.sock')
     d = Daemon(args, 'ctl_' + name, cfg).start(['--log-interval-ms', '0'])
-    d.read_until(r'^softmrcd: control socket ')
-    ctl = Ctl(args, cfg['control_socket'])
-    wait_for('traffic', lambda: ctl.ok('stats')['totals'][1]['txgen_verified'] > 0)
+    try:
+        d.read_until(r'^softmrcd: control socket ')
+        ctl = Ctl(args, cfg['control_socket'])
+        wait_for('traffic', lambda: ctl.ok('stats')['totals'][1]['txgen_verified'] > 0)
+    except BaseException:  # no daemon outlives a case that could not start it
+        d.proc.kill()
+        d.proc.wait()
+        raise
     return d, ctl
 
 

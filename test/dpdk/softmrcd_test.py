@@ -325,6 +325,26 @@ def case_port_lcores(args):
     check_plane_failure(*Daemon(args, 'port_lcores', cfg, eal=eal).run())
 
 
+def case_linerate(args):
+    """--linerate on the shipped net_null configuration (bench/linerate.py's
+    modes): each measures packets, drops none and exits 0; tx also with a
+    send queue smaller than qp.max_wimm, which bounds its window."""
+    with open(os.path.join(args.docs, '..', 'config', 'softmrcd', 'linerate-null.yaml')) as f:
+        shipped = f.read()
+    for name, mode, extra in (('probe', 'probe', ''), ('rx', 'rx:4096', ''),
+                              ('tx', 'tx:4096', ''),
+                              ('tx_small_sq', 'tx:64', 'limits: {max_send_wr: 8}\n')):
+        d = Daemon(args, 'linerate_' + name)
+        with open(d.cfg_path, 'w') as f:
+            f.write(shipped + extra)
+        code, out, err = d.run(['--linerate', mode], timeout=60)
+        m = re.search(r'linerate (\S+): \d+-byte frames, [\d.]+ Mpps, [\d.]+ Gb/s on lcore \d+ '
+                      r'\((\d+) packets in [\d.]+ s, (\d+) dropped\)', out + err)
+        check(code == 0 and m is not None and m.group(1) == mode.split(':')[0] and
+              int(m.group(2)) > 0 and int(m.group(3)) == 0, f'{name}: exit {code}', out + err)
+        print(m.group(0))
+
+
 def case_extbuf(args):
     """Zero-copy TX: payloads leave from registered memory as external buffers;
     the receiver (a ring port passes the chain on) makes each frame contiguous."""
