@@ -93,6 +93,7 @@ void ports_report(Daemon& d, int only, Report* out) {
       rte_eth_link_get_nowait(port.port_id(), &link);
       r.num("link_up", link.link_status == RTE_ETH_LINK_UP);
       r.num("link_interrupt", port.link_interrupt());
+      r.num("link_interrupts", port.link_interrupts());
       r.num("reconnects", port.reconnects());
       r.num("rx_ipv4_checksum", port.rx_ipv4_checksum());
       rte_eth_stats st{};

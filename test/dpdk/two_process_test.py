@@ -740,11 +740,12 @@ def case_tap_plane_down(args):
             pa = poll_row('a to drop the plane', ta, '/softmrc/planes,a', f'a/{down}',
                           lambda r: r['in_use'] == 0 and r['evs_usable'] == 0)
             check(pa['link_up'] == 0, f'a/{down}: {pa}')
-            # net_tap raises link-status interrupts, and the port takes them
-            # (no counter says that this change came through one).
+            # net_tap claims link-status interrupts, so the port reads its
+            # link every 10 ms; DPDK 22.11's net_tap never raises one, which
+            # is how the change above was seen.
             port = row(ta, '/softmrc/ports,a', f'a/{down}')
-            check(port['driver'] == 'net_tap' and port['link_interrupt'] == 1,
-                  f'a/{down} does not take link interrupts: {port}')
+            check(port['driver'] == 'net_tap' and port['link_interrupt'] == 1 and
+                  port['link_interrupts'] == 0, f'a/{down}: {port}')
             pb = poll_row('b to stop using the plane', tb, '/softmrc/planes,b', f'b/{down}',
                           lambda r: r['evs_usable'] == 0)
             check(pb['link_up'] == 1 and pb['in_use'] == 1,

@@ -335,7 +335,9 @@ bool EthdevPort::send_farewell(Farewell kind) {
 }
 
 int EthdevPort::on_link_event(uint16_t, rte_eth_event_type, void* arg, void*) {
-  static_cast<EthdevPort*>(arg)->link_event_.store(true, std::memory_order_release);
+  auto* port = static_cast<EthdevPort*>(arg);
+  port->link_interrupts_.fetch_add(1, std::memory_order_relaxed);
+  port->link_event_.store(true, std::memory_order_release);
   return 0;
 }
 
@@ -362,7 +364,7 @@ bool EthdevPort::read_link() {
 }
 
 bool EthdevPort::poll_link(uint64_t now_tsc) {
-  if (lsc_ && link_event_.load(std::memory_order_relaxed)) {
+  if (link_event_.load(std::memory_order_relaxed)) {
     link_event_.store(false, std::memory_order_relaxed);
   } else if (now_tsc < next_link_poll_tsc_) {
     return false;

@@ -83,6 +83,8 @@ class EthdevPort {
   const std::string& name() const { return name_; }
   const std::string& driver() const { return driver_; }
   bool link_interrupt() const { return lsc_; }
+  // Link-status interrupts the PMD raised (each makes the next poll read the link).
+  uint64_t link_interrupts() const { return link_interrupts_.load(std::memory_order_relaxed); }
   // Whether received frames carry the port's IPv4 header checksum verdict
   // (RTE_MBUF_F_RX_IP_CKSUM_*): asked for and offered.
   bool rx_ipv4_checksum() const { return rx_ipv4_checksum_; }
@@ -103,8 +105,9 @@ class EthdevPort {
   // Re-reads the link when an interrupt said it changed, and once the poll
   // period has passed since the last read: link_poll_us for PMDs without
   // link interrupts, kLinkBackstopUs for those with them (some, net_tap
-  // among them, change their link without raising the interrupt). True
-  // when the link changed; link_up() then has the new state.
+  // among them, claim the interrupt and never raise it: DPDK 22.11's
+  // updates its link from netlink silently). True when the link changed;
+  // link_up() then has the new state.
   bool poll_link(uint64_t now_tsc);
   bool link_up() const { return link_up_; }
   // The link is down to us because its peer said farewell, not (yet) for
@@ -131,11 +134,15 @@ class EthdevPort {
   // promiscuous mode so that frames to `mac` still arrive. False if neither.
   bool use_mac(const rte_ether_addr& mac);
 
+  // DPDK's link-status interrupt callback (`arg`: the port), on EAL's
+  // interrupt thread. Public so that a test can raise one: no vdev the
+  // tests can run raises it.
+  static int on_link_event(uint16_t port_id, rte_eth_event_type type, void* arg, void* ret);
+
  private:
   // The end of a net_memif link that this port is (farewell.h).
   enum class LinkEnd : uint8_t { kNone, kClient, kServer };
 
-  static int on_link_event(uint16_t port_id, rte_eth_event_type type, void* arg, void* ret);
   // Takes the farewell frames out of every burst of a net_memif port.
   static uint16_t take_farewells(uint16_t port_id, uint16_t queue, rte_mbuf** pkts, uint16_t n,
                                  uint16_t max, void* arg);
@@ -178,6 +185,7 @@ class EthdevPort {
   uint64_t link_poll_tsc_ = 0;
   uint64_t next_link_poll_tsc_ = 0;
   std::atomic<bool> link_event_{false};
+  std::atomic<uint64_t> link_interrupts_{0};  // written by EAL's interrupt thread
 };
 
 }  // namespace softmrc::port
