@@ -214,15 +214,22 @@ void null_handles() {
       "event_type_str");
 }
 
+// Makes objects into `made` until one more than `most` exist or `make`
+// fails; the errno of the failure, 0 if none failed.
+template <typename T, typename Make>
+int fill(std::vector<T*>* made, size_t most, Make make) {
+  while (made->size() <= most) {
+    T* x = make();
+    if (x == nullptr) return errno;
+    made->push_back(x);
+  }
+  return 0;
+}
+
 // The device's tables fill: the next one is ENOMEM.
 void table_limits(Basic& b, const smrc_device_attr& da) {
   std::vector<smrc_mr*> mrs{b.mr};
-  while (mrs.size() <= da.max_mr)
-    if (smrc_mr* mr = smrc_alloc_mr(b.pd, 4096, 0))
-      mrs.push_back(mr);
-    else
-      break;
-  const int mr_err = errno;
+  const int mr_err = fill(&mrs, da.max_mr, [&] { return smrc_alloc_mr(b.pd, 4096, 0); });
   expect(mrs.size() == da.max_mr, "max_mr regions registered", static_cast<long>(mrs.size()));
   expect_err(mr_err, ENOMEM, "alloc_mr past max_mr");
   for (size_t i = 1; i < mrs.size(); ++i) smrc_free_mr(mrs[i]);
@@ -231,23 +238,13 @@ void table_limits(Basic& b, const smrc_device_attr& da) {
   smrc_qp_init_attr ia{};
   ia.send_cq = ia.recv_cq = b.cq;
   ia.cap.max_send_wr = 2;
-  while (qps.size() <= da.max_qp)
-    if (smrc_qp* qp = smrc_create_qp(b.pd, &ia))
-      qps.push_back(qp);
-    else
-      break;
-  const int qp_err = errno;
+  const int qp_err = fill(&qps, da.max_qp, [&] { return smrc_create_qp(b.pd, &ia); });
   expect(qps.size() == da.max_qp, "max_qp QPs created", static_cast<long>(qps.size()));
   expect_err(qp_err, ENOMEM, "create_qp past max_qp");
   for (size_t i = 1; i < qps.size(); ++i) smrc_destroy_qp(qps[i]);
 
   std::vector<smrc_comp_channel*> channels{b.ch};
-  while (channels.size() <= 256)
-    if (smrc_comp_channel* ch = smrc_create_comp_channel(b.ctx))
-      channels.push_back(ch);
-    else
-      break;
-  const int ch_err = errno;
+  const int ch_err = fill(&channels, 256, [&] { return smrc_create_comp_channel(b.ctx); });
   expect(channels.size() == 256, "256 channels on one device", static_cast<long>(channels.size()));
   expect_err(ch_err, ENOMEM, "create_comp_channel past 256");
   int destroyed = 0;
