@@ -398,10 +398,12 @@ def case_installed_example(args):
           f'no libsoftmrc.so.1 in {libdir}')
     sources = sorted(glob.glob(os.path.join(args.docs, 'examples', '*.c')))
     check(sources, 'no docs/examples/*.c')
+    # A library built with sanitizers needs a program built with them.
+    sanitize = [] if env['SOFTMRC_SANITIZE'] == 'none' else ['-fsanitize=' + env['SOFTMRC_SANITIZE']]
     for src in sources:
         out = os.path.join(args.workdir, os.path.basename(src)[:-2])
         r = subprocess.run([env['SOFTMRC_CC'], '-std=c11', '-D_DEFAULT_SOURCE', '-Wall', '-Wextra',
-                            '-Werror', '-o', out, src] + flags,
+                            '-Werror', *sanitize, '-o', out, src] + flags,
                            capture_output=True, text=True, timeout=60, check=False)
         check(r.returncode == 0, f'{src} against the installed library:\n{r.stderr}')
         print(f'ok: {os.path.basename(src)} builds against the installed header and library')
