@@ -93,22 +93,14 @@ Status Endpoint::abort_qp(uint32_t qpn) {
   if (q->state() == QpState::kRtr || q->state() == QpState::kRts) {
     for (uint8_t plane = 0; plane < cfg_.num_planes; ++plane) {
       if (!plane_up(plane)) continue;
-      TxPacket* out = ctrl_.emplace();
+      // Not the QP's own packet: it goes on the default path, so that it
+      // outlives the QP and its EV set.
+      TxPacket* out = queue_connectionless(q->attr().peer, plane, &kDefaultEv, wire::Opcode::kNack,
+                                           q->attr().dest_qpn);
       if (out == nullptr) {
         ++counters_.ctrl_dropped;
         continue;
       }
-      // Not the QP's own packet: it goes on the default path, so that it
-      // outlives the QP and its EV set.
-      out->peer = q->attr().peer;
-      out->src_qpn = kQpnConnectionless;
-      out->plane = plane;
-      out->ev = kNoEv;
-      out->wire_ev = &kDefaultEv;
-      out->is_data = false;
-      clear_transport(out);
-      out->t.opcode = wire::Opcode::kNack;
-      out->t.dest_qpn = q->attr().dest_qpn;
       wire::Feedback& fb = out->t.fb;
       fb.cum_psn = fb.ref_psn = fb.sack_base = q->epsn();
       fb.window_mpr = q->attr().mpr_dest;
@@ -282,8 +274,18 @@ Status Endpoint::send_probe(uint32_t peer, uint8_t plane, const wire::WireEv* ev
                             TimeNs now) {
   if (plane >= cfg_.num_planes) return Status::error("send_probe: unknown plane");
   if (ev == nullptr) return Status::error("send_probe: no EV");
-  TxPacket* out = ctrl_.emplace();
+  TxPacket* out =
+      queue_connectionless(peer, plane, ev, wire::Opcode::kProbeRequest, kQpnConnectionless);
   if (out == nullptr) return Status::error("send_probe: control queue full");
+  out->t.probe.req_id = req_id;
+  out->t.probe.t_send_ns = now;
+  return {};
+}
+
+TxPacket* Endpoint::queue_connectionless(uint32_t peer, uint8_t plane, const wire::WireEv* ev,
+                                         wire::Opcode op, uint32_t dest_qpn) {
+  TxPacket* out = ctrl_.emplace();
+  if (out == nullptr) return nullptr;
   out->peer = peer;
   out->src_qpn = kQpnConnectionless;
   out->plane = plane;
@@ -291,13 +293,11 @@ Status Endpoint::send_probe(uint32_t peer, uint8_t plane, const wire::WireEv* ev
   out->wire_ev = ev;
   out->is_data = false;
   clear_transport(out);
-  out->t.opcode = wire::Opcode::kProbeRequest;
-  out->t.dest_qpn = kQpnConnectionless;
-  out->t.probe.req_id = req_id;
-  out->t.probe.t_send_ns = now;
+  out->t.opcode = op;
+  out->t.dest_qpn = dest_qpn;
   out->payload = nullptr;
   out->payload_len = 0;
-  return {};
+  return out;
 }
 
 size_t Endpoint::poll_tx(TxPacket* out, size_t max, TimeNs now) {

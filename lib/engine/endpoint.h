@@ -106,6 +106,11 @@ class Endpoint {
   // After anything that may give the QP work or move its timers.
   void touched(uint32_t qpn);
   void answer_probe(const wire::PacketView& pkt, uint8_t plane, TimeNs now, uint32_t src_peer);
+  // A control packet of no QP (it outlives any) to `peer` on `plane`,
+  // queued for poll_tx with its transport cleared but for the opcode and
+  // destination QPN; nullptr when the control queue is full.
+  TxPacket* queue_connectionless(uint32_t peer, uint8_t plane, const wire::WireEv* ev,
+                                 wire::Opcode op, uint32_t dest_qpn);
 
   EndpointConfig cfg_{};
   MemoryTable mem_;

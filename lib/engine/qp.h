@@ -65,7 +65,6 @@ class Qp {
   void init(uint32_t qpn, uint32_t domain, const QpLimits& limits, const QpTuning& tuning);
 
   uint32_t qpn() const { return qpn_; }
-  uint32_t domain() const { return domain_; }
   QpState state() const { return state_; }
   const QpAttr& attr() const { return attr_; }
   Status modify(const QpAttr& attr, uint32_t mask, TimeNs now, Sinks& s);
