@@ -38,6 +38,15 @@ std::string api_error(const std::string& what, int e) {
   return what + ": " + std::strerror(e);
 }
 
+// A sync point or a keep-alive: (what, size, value).
+Message sync_message(uint32_t what, uint64_t size, uint64_t value) {
+  Message m;
+  m.put(what, 4);
+  m.put(size, 8);
+  m.put(value, 8);
+  return m;
+}
+
 bool is_keep_alive(const Message& m) {
   return Message(m.bytes()).get(4) == kAlive;
 }
@@ -347,12 +356,8 @@ bool Session::connect(std::string* err) {
 // Both sides send (what, size, value) and wait for the other's.
 bool Session::sync(uint32_t what, uint64_t size, uint64_t value, uint64_t* peer_value,
                    std::string* err) {
-  Message m;
-  m.put(what, 4);
-  m.put(size, 8);
-  m.put(value, 8);
   Message got;
-  if (!oob_.send(m, err) || !receive_sync(&got, err)) return false;
+  if (!oob_.send(sync_message(what, size, value), err) || !receive_sync(&got, err)) return false;
   const uint64_t w = got.get(4);
   const uint64_t s = got.get(8);
   const uint64_t v = got.get(8);
@@ -382,11 +387,7 @@ bool Session::keep_alive(std::string* err) {
   const int64_t every_ns = int64_t{std::min(opt_.timeout_ms, peer_.timeout_ms)} * 1'000'000 / 4;
   if (now - last_alive_ns_ < every_ns) return true;
   last_alive_ns_ = now;
-  Message m;
-  m.put(kAlive, 4);
-  m.put(0, 8);
-  m.put(0, 8);
-  return oob_.send(m, err);
+  return oob_.send(sync_message(kAlive, 0, 0), err);
 }
 
 bool Session::hear_peer(bool* alive, std::string* err) {
