@@ -149,6 +149,18 @@ int to_rts(smrc_qp* qp, const smrc_gid& gid, uint32_t dest_qpn, uint8_t timeout 
                         SMRC_QP_STATE | SMRC_QP_SQ_PSN | SMRC_QP_TIMEOUT | SMRC_QP_RETRY_CNT);
 }
 
+// A signaled Write of `sge` to the peer's `remote_addr` under `rkey`.
+smrc_send_wr signaled_write(smrc_sge* sge, uint64_t remote_addr, uint32_t rkey) {
+  smrc_send_wr wr{};
+  wr.sg_list = sge;
+  wr.num_sge = 1;
+  wr.opcode = SMRC_WR_RDMA_WRITE;
+  wr.send_flags = SMRC_SEND_SIGNALED;
+  wr.rdma.remote_addr = remote_addr;
+  wr.rdma.rkey = rkey;
+  return wr;
+}
+
 // Polls until a completion or `ms` pass.
 int poll_one(smrc_cq* cq, smrc_wc* wc, int ms = 5000) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
@@ -383,11 +395,7 @@ int misuse(const char* sock, const char* peer_ip) {
 
   // Posting before RTS.
   smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), 64, b.mr->lkey};
-  smrc_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = SMRC_WR_RDMA_WRITE;
-  wr.send_flags = SMRC_SEND_SIGNALED;
+  smrc_send_wr wr = signaled_write(&sge, 0, 0);
   smrc_send_wr* bad_wr = nullptr;
   expect_err(smrc_post_send(b.qp, &wr, &bad_wr), EINVAL, "post_send in RESET");
   expect(bad_wr == &wr, "bad_wr names the refused request");
@@ -809,13 +817,7 @@ int stream(const char* sock, bool send, bool until_flush = false, uint64_t ev_pr
     }
   }
   smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), 65536, b.mr->lkey};
-  smrc_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = SMRC_WR_RDMA_WRITE;
-  wr.send_flags = SMRC_SEND_SIGNALED;
-  wr.rdma.remote_addr = addr;
-  wr.rdma.rkey = rkey;
+  smrc_send_wr wr = signaled_write(&sge, addr, rkey);
   uint64_t done = 0, out = 0, flushed = 0;
   smrc_wc wc[16];
   for (;;) {
@@ -893,13 +895,7 @@ int trespass(const char* sock) {
   const uint32_t len = static_cast<uint32_t>(std::min<size_t>(victim_len, 65536));
   std::memset(b.mr->addr, 0xa5, len);
   smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), len, b.mr->lkey};
-  smrc_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = SMRC_WR_RDMA_WRITE;
-  wr.send_flags = SMRC_SEND_SIGNALED;
-  wr.rdma.remote_addr = victim_addr;
-  wr.rdma.rkey = victim_rkey;
+  smrc_send_wr wr = signaled_write(&sge, victim_addr, victim_rkey);
   if (smrc_post_send(b.qp, &wr, nullptr) != 0) return 4;
   smrc_wc wc;
   if (poll_one(b.cq, &wc, 10000) != 1) return 5;
@@ -927,12 +923,7 @@ int recv_behind_sends(const char* sock, bool deep) {
   smrc_gid gid;
   if (!exchange(b, &qpn, &rkey, &addr, &gid) || to_rts(b.qp, gid, qpn, 14, 4) != 0) return 3;
   smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), deep ? kBytes : 64, b.mr->lkey};
-  smrc_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.send_flags = SMRC_SEND_SIGNALED;
-  wr.rdma.remote_addr = addr;
-  wr.rdma.rkey = rkey;
+  smrc_send_wr wr = signaled_write(&sge, addr, rkey);
   smrc_wc wc;
   if (!deep) {
     char line[16];
@@ -1020,13 +1011,8 @@ int free_in_flight(const char* sock, bool writer) {
   smrc_send_wr wr[3]{};
   smrc_sge* sges[3] = {&big, &stale, &small};
   for (int i = 0; i < 3; ++i) {
+    wr[i] = signaled_write(sges[i], addr, rkey);
     wr[i].wr_id = i + 1;
-    wr[i].sg_list = sges[i];
-    wr[i].num_sge = 1;
-    wr[i].opcode = SMRC_WR_RDMA_WRITE;
-    wr[i].send_flags = SMRC_SEND_SIGNALED;
-    wr[i].rdma.remote_addr = addr;
-    wr[i].rdma.rkey = rkey;
   }
   wr[0].next = &wr[1];  // the send ring holds 2
   expect_err(smrc_post_send(b.qp, wr, nullptr), 0, "post 32 MiB and a stale lkey");
