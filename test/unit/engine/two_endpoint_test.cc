@@ -320,6 +320,19 @@ HarnessConfig quiet_config() {
   return cfg;
 }
 
+// A Write of `length` bytes from the start of A's region to the start of
+// B's (wr_id 1).
+WriteRequest a_to_b(Harness& h, uint32_t length) {
+  WriteRequest wr;
+  wr.wr_id = 1;
+  wr.local_addr = region_va(0);
+  wr.length = length;
+  wr.lkey = h.a().key;
+  wr.remote_addr = region_va(1);
+  wr.rkey = h.b().key;
+  return wr;
+}
+
 bool has_error(Harness& h, int side, WcStatus status) {
   for (const Event& e : h.events(side))
     if (e.type == EventType::kQpError && e.status == status) return true;
@@ -353,12 +366,7 @@ TEST(TwoEndpoints, LostTailIsRecoveredByTheRetransmitTimer) {
     return Verdict::kDrop;
   });
   post_receives(h, 1, 4);
-  WriteRequest wr;
-  wr.local_addr = region_va(0);
-  wr.length = 100;
-  wr.lkey = h.a().key;
-  wr.remote_addr = region_va(1);
-  wr.rkey = h.b().key;
+  WriteRequest wr = a_to_b(h, 100);
   wr.with_imm = true;
   ASSERT_TRUE(h.a().ep.post_write(h.a().qpn, wr).ok());
   ASSERT_TRUE(h.run([&] { return h.completions(0).size() == 1; }, kLimitNs));
@@ -391,13 +399,7 @@ TEST(TwoEndpoints, TrimmedPacketsAreResentWithoutBlamingAnyEv) {
 
 TEST(TwoEndpoints, WimmWithNoReceivePostedFailsBothSides) {
   Harness h(quiet_config());
-  WriteRequest wr;
-  wr.wr_id = 1;
-  wr.local_addr = region_va(0);
-  wr.length = 100;
-  wr.lkey = h.a().key;
-  wr.remote_addr = region_va(1);
-  wr.rkey = h.b().key;
+  WriteRequest wr = a_to_b(h, 100);
   wr.with_imm = true;
   ASSERT_TRUE(h.a().ep.post_write(h.a().qpn, wr).ok());
   ASSERT_TRUE(h.run([&] { return !h.completions(0).empty(); }, 10'000'000));
@@ -410,13 +412,8 @@ TEST(TwoEndpoints, WimmWithNoReceivePostedFailsBothSides) {
 TEST(TwoEndpoints, WriteOutsideTheRemoteRegionFailsTheRequestWithRemoteAccessError) {
   Harness h(quiet_config());
   const auto before = h.b().mem;
-  WriteRequest wr;
-  wr.wr_id = 1;
-  wr.local_addr = region_va(0);
-  wr.length = 4096;
-  wr.lkey = h.a().key;
+  WriteRequest wr = a_to_b(h, 4096);
   wr.remote_addr = region_va(1) + h.b().mem.size() - 2048;  // runs 2 KiB past the end
-  wr.rkey = h.b().key;
   ASSERT_TRUE(h.a().ep.post_write(h.a().qpn, wr).ok());
   ASSERT_TRUE(h.run([&] { return !h.completions(0).empty(); }, 10'000'000));
   EXPECT_EQ(h.completions(0)[0].status, WcStatus::kRemoteAccessError);
@@ -438,11 +435,7 @@ TEST(TwoEndpoints, WriteToARegionOfAnotherDomainFailsWithRemoteAccessErrorAndLea
                                           kAccessLocalWrite | kAccessRemoteWrite, 9},
                                    &other_key)
                   .ok());
-  WriteRequest wr;
-  wr.wr_id = 1;
-  wr.local_addr = region_va(0);
-  wr.length = 4096;
-  wr.lkey = h.a().key;
+  WriteRequest wr = a_to_b(h, 4096);
   wr.remote_addr = other_va;
   wr.rkey = other_key;
   ASSERT_TRUE(h.a().ep.post_write(h.a().qpn, wr).ok());
@@ -462,17 +455,11 @@ TEST(TwoEndpoints, AQpSendsOnlyFromRegionsOfItsOwnDomain) {
                   .register_region(
                       Region{other_va, other.size(), other.data(), kAccessLocalWrite, 9}, &foreign)
                   .ok());
-  WriteRequest wr;
-  wr.wr_id = 1;
+  WriteRequest wr = a_to_b(h, 4096);
   wr.local_addr = other_va;
-  wr.length = 4096;
   wr.lkey = foreign;
-  wr.remote_addr = region_va(1);
-  wr.rkey = h.b().key;
   EXPECT_FALSE(h.a().ep.post_write(h.a().qpn, wr).ok());
-  wr.local_addr = region_va(0);
-  wr.lkey = h.a().key;
-  EXPECT_TRUE(h.a().ep.post_write(h.a().qpn, wr).ok());
+  EXPECT_TRUE(h.a().ep.post_write(h.a().qpn, a_to_b(h, 4096)).ok());
 }
 
 // softmrcd aborts the QPs of an application that exited: the peer fails at
@@ -480,13 +467,7 @@ TEST(TwoEndpoints, AQpSendsOnlyFromRegionsOfItsOwnDomain) {
 TEST(TwoEndpoints, AbortedQpFailsItsPeerWithRemoteOperationalErrorAtOnce) {
   Harness h(quiet_config());
   post_receives(h, 0, 4);  // A receives too: they are flushed
-  WriteRequest wr;
-  wr.wr_id = 1;
-  wr.local_addr = region_va(0);
-  wr.length = 128 * 1024;
-  wr.lkey = h.a().key;
-  wr.remote_addr = region_va(1);
-  wr.rkey = h.b().key;
+  WriteRequest wr = a_to_b(h, 128 * 1024);
   ASSERT_TRUE(h.a().ep.post_write(h.a().qpn, wr).ok());
   ASSERT_TRUE(h.run([&] { return h.b().ep.qp(h.b().qpn)->epsn() != 0; }, 10'000'000));
   const TimeNs aborted_at = h.now();
