@@ -41,6 +41,19 @@ rte_mbuf* frame_with(uint8_t seed, uint16_t len) {
   return m;
 }
 
+// Opens and starts `port` on a net_ring over one new ring (what it sends,
+// it receives) of `size` slots.
+void open_ring_port(const char* name, unsigned size, const EthdevPortConfig& c, rte_ring** ring,
+                    EthdevPort* port) {
+  *ring = rte_ring_create(name, size, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+  ASSERT_NE(*ring, nullptr);
+  const int id = rte_eth_from_ring(*ring);
+  ASSERT_GE(id, 0);
+  std::string err;
+  ASSERT_TRUE(port->open(static_cast<uint16_t>(id), c, &err)) << err;
+  ASSERT_TRUE(port->start(&err)) << err;
+}
+
 TEST(EthdevPort, NullPortSendsAndReceivesBursts) {
   uint16_t id = 0;
   std::string err;
@@ -69,14 +82,9 @@ TEST(EthdevPort, NullPortSendsAndReceivesBursts) {
 }
 
 TEST(EthdevPort, RingPortLoopsFramesBackUnchanged) {
-  rte_ring* ring = rte_ring_create("port_test_loop", 256, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-  ASSERT_NE(ring, nullptr);
-  const int id = rte_eth_from_ring(ring);  // one ring: what it sends, it receives
-  ASSERT_GE(id, 0);
+  rte_ring* ring = nullptr;
   EthdevPort port;
-  std::string err;
-  ASSERT_TRUE(port.open(static_cast<uint16_t>(id), small_port(), &err)) << err;
-  ASSERT_TRUE(port.start(&err)) << err;
+  ASSERT_NO_FATAL_FAILURE(open_ring_port("port_test_loop", 256, small_port(), &ring, &port));
 
   rte_mbuf* tx[8];
   for (int i = 0; i < 8; ++i) tx[i] = frame_with(static_cast<uint8_t>(i * 7), 60 + i);
@@ -94,14 +102,9 @@ TEST(EthdevPort, RingPortLoopsFramesBackUnchanged) {
 }
 
 TEST(EthdevPort, LinkDownAndUpAreSeenByPolling) {
-  rte_ring* ring = rte_ring_create("port_test_link", 64, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-  ASSERT_NE(ring, nullptr);
-  const int id = rte_eth_from_ring(ring);
-  ASSERT_GE(id, 0);
+  rte_ring* ring = nullptr;
   EthdevPort port;
-  std::string err;
-  ASSERT_TRUE(port.open(static_cast<uint16_t>(id), small_port(), &err)) << err;
-  ASSERT_TRUE(port.start(&err)) << err;
+  ASSERT_NO_FATAL_FAILURE(open_ring_port("port_test_link", 64, small_port(), &ring, &port));
   ASSERT_TRUE(port.link_up());
   EXPECT_FALSE(port.link_interrupt());  // net_ring has none: the driver polls
 
@@ -124,16 +127,11 @@ TEST(EthdevPort, LinkDownAndUpAreSeenByPolling) {
 // long before the poll period, and is counted. On a port without the
 // interrupt, as this net_ring is, only the poll period differs.
 TEST(EthdevPort, LinkInterruptIsReadAtOnceAndCounted) {
-  rte_ring* ring = rte_ring_create("port_test_lsc", 64, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-  ASSERT_NE(ring, nullptr);
-  const int id = rte_eth_from_ring(ring);
-  ASSERT_GE(id, 0);
+  rte_ring* ring = nullptr;
   EthdevPort port;
-  std::string err;
   EthdevPortConfig c = small_port();
   c.link_poll_us = 1'000'000;
-  ASSERT_TRUE(port.open(static_cast<uint16_t>(id), c, &err)) << err;
-  ASSERT_TRUE(port.start(&err)) << err;
+  ASSERT_NO_FATAL_FAILURE(open_ring_port("port_test_lsc", 64, c, &ring, &port));
   const uint64_t now = rte_rdtsc();
   EXPECT_FALSE(port.poll_link(now));  // the first read: up, as it was
   ASSERT_TRUE(port.link_up());
@@ -143,7 +141,7 @@ TEST(EthdevPort, LinkInterruptIsReadAtOnceAndCounted) {
   EXPECT_FALSE(port.poll_link(now + ms));  // the next poll is a second away
   EXPECT_TRUE(port.link_up());
   EXPECT_EQ(port.link_interrupts(), 0u);
-  EthdevPort::on_link_event(static_cast<uint16_t>(id), RTE_ETH_EVENT_INTR_LSC, &port, nullptr);
+  EthdevPort::on_link_event(port.port_id(), RTE_ETH_EVENT_INTR_LSC, &port, nullptr);
   EXPECT_EQ(port.link_interrupts(), 1u);
   EXPECT_TRUE(port.poll_link(now + 2 * ms));
   EXPECT_FALSE(port.link_up());
