@@ -193,6 +193,17 @@ class Daemon:
     def output(self):
         return '\n'.join(self.lines)
 
+    def signal_when(self, ready, sig=signal.SIGTERM):
+        """Sends `sig` once ready() returned, and waits for the exit; the exit
+        status and the output. The process never outlives the call."""
+        try:
+            ready()
+            self.proc.send_signal(sig)
+            code = self.wait()
+        finally:
+            self.kill()
+        return code, self.output()
+
     def kill(self):
         if self.proc.poll() is None:
             self.proc.kill()
@@ -774,14 +785,8 @@ def case_sigterm(args, drain_ms=2000, sig=signal.SIGTERM):
     cfg['traffic'][0]['duration_ms'] = 0
     name = {signal.SIGINT: 'sigint'}.get(sig, 'sigterm' if drain_ms else 'sigterm_flush')
     d = Daemon(args, name, cfg).start()
-    try:
-        # Mid-transfer: messages are being verified.
-        d.read_until(r'txgen verified \d+ \(\+[1-9]\d*\)')
-        d.proc.send_signal(sig)
-        code = d.wait()
-    finally:
-        d.kill()
-    out = d.output()
+    # Mid-transfer: messages are being verified.
+    code, out = d.signal_when(lambda: d.read_until(r'txgen verified \d+ \(\+[1-9]\d*\)'), sig)
     check(code == 0, f'exit status {code}', out)
     check(f'stopping ({sig.name})' in out, 'no stopping line', out)
     m = re.search(rf'stopped \({sig.name}\) at t=[\d.]+s: (\d+) messages were in flight, (\d+) '
@@ -821,16 +826,12 @@ def case_setup_signal(args):
     if not os.path.exists(fifo):
         os.mkfifo(fifo)
     d = Daemon(args, 'setup_signal', two_endpoints(control_state_file=fifo)).start()
-    try:
-        def blocked_on_fifo():  # the kernel's wait for a FIFO's writer
-            with open(f'/proc/{d.proc.pid}/wchan') as f:
-                return f.read() == 'wait_for_partner'
-        wait_for('setup to open the FIFO', blocked_on_fifo, timeout=30, output=d.output())
-        d.proc.send_signal(signal.SIGTERM)
-        code = d.wait()
-    finally:
-        d.kill()
-    out = d.output()
+
+    def blocked_on_fifo():  # the kernel's wait for a FIFO's writer
+        with open(f'/proc/{d.proc.pid}/wchan') as f:
+            return f.read() == 'wait_for_partner'
+    code, out = d.signal_when(lambda: wait_for('setup to open the FIFO', blocked_on_fifo,
+                                               timeout=30, output=d.output()))
     check(code == 1, f'exit status {code}, want 1', out)
     check('softmrcd: stopped (SIGTERM) during setup, before any traffic' in out,
           'no line saying setup stopped', out)
@@ -859,13 +860,8 @@ def case_nothing_verified(args):
     whose traffic was never started is clean."""
     cfg = memif_client_config(os.path.join(args.workdir, 'nobody.sock'))
     d = Daemon(args, 'nothing_verified', cfg).start()
-    try:
-        d.read_until(r'^softmrcd: t=[\d.]+s a\[.*planes 0 .*txgen verified 0 ')
-        d.proc.send_signal(signal.SIGTERM)
-        code = d.wait()
-    finally:
-        d.kill()
-    out = d.output()
+    code, out = d.signal_when(
+        lambda: d.read_until(r'^softmrcd: t=[\d.]+s a\[.*planes 0 .*txgen verified 0 '))
     check(code == 1, f'exit status {code}, want 1', out)
     check('softmrcd: FAIL: 0.00 GiB verified, every byte checked, 0 errors; no message completed '
           'or arrived, so no byte was checked' in out, 'no FAIL line', out)
