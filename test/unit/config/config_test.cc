@@ -41,23 +41,24 @@ std::string fabric_error(const std::string& text, smrc_fabric::FabricConfig* cfg
   return err.rfind("t.yaml: ", 0) == 0 ? err.substr(8) : err;
 }
 
-// "<key>: <problem>" of whole_number() / decimal_number() on `text`.
-std::string whole_error(const std::string& text, uint64_t lo, uint64_t hi) {
+// "<key>: <problem>" of what read() refused, or "accepted".
+template <typename Read>
+std::string refusal(Read read) {
   try {
-    whole_number(YAML::Node(text), "k", lo, hi);
+    read();
   } catch (const ConfigError& e) {
     return e.key + ": " + e.problem;
   }
   return "accepted";
 }
 
+// The same of whole_number() / decimal_number() on `text`.
+std::string whole_error(const std::string& text, uint64_t lo, uint64_t hi) {
+  return refusal([&] { whole_number(YAML::Node(text), "k", lo, hi); });
+}
+
 std::string decimal_error(const std::string& text, double lo, double hi) {
-  try {
-    decimal_number(YAML::Node(text), "k", lo, hi);
-  } catch (const ConfigError& e) {
-    return e.key + ": " + e.problem;
-  }
-  return "accepted";
+  return refusal([&] { decimal_number(YAML::Node(text), "k", lo, hi); });
 }
 
 TEST(WholeNumber, DecimalWithLeadingZerosOrHex) {
