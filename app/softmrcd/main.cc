@@ -6,7 +6,8 @@
 // file costs no EAL setup; then the daemon builds the endpoints, links and
 // traffic, runs until its traffic is done or it is told to stop, and prints
 // a summary. Exit status: 0 clean, 1 a transfer failed or checked nothing,
-// 2 bad usage. SIGINT and SIGTERM stop it cleanly from before the EAL on.
+// 2 bad usage. SIGINT and SIGTERM stop it cleanly from before the EAL on
+// (exit 1 if that was before its traffic ran, or before its file was read).
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_pdump.h>
@@ -51,7 +52,14 @@ int main(int argc, char** argv) {
   // From here on, SIGINT and SIGTERM stop softmrcd cleanly, setup included.
   on_stop_signals(&Daemon::on_signal);
   Config cfg;
-  if (!load_config(opt.config, &cfg, &err)) return usage_error(err);
+  if (!load_config(opt.config, &cfg, &err)) {
+    // A signal fails a blocking open (a FIFO's) with EINTR: a stop, not a bad
+    // file. Whether traffic was due is unknown, so nothing counts as verified.
+    if (Daemon::stop_signal() == nullptr) return usage_error(err);
+    std::printf("softmrcd: stopped (%s) while reading %s, before any setup\n",
+                Daemon::stop_signal(), opt.config.c_str());
+    return 1;
+  }
 
   if (rte_eal_init(args.eal_argc, argv) < 0)
     return usage_error(std::string("EAL initialisation failed: ") + rte_strerror(rte_errno));

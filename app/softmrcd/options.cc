@@ -35,7 +35,8 @@ void print_usage(const char* prog) {
       "it cleanly: new work stops, in-flight work completes (or is flushed after\n"
       "shutdown.drain_ms), then a summary. One during setup (ports probed and\n"
       "started) ends setup at its next step: what was set up is torn down, and the\n"
-      "run counts as one whose traffic never ran.\n"
+      "run counts as one whose traffic never ran, as does one while the config file\n"
+      "is still being opened (a FIFO).\n"
       "\n"
       "Counters: DPDK telemetry, commands under /softmrc/ (dpdk-telemetry.py -f <file\n"
       "prefix>, then /softmrc/stats, /softmrc/ports, /softmrc/planes, /softmrc/qps,\n"
@@ -46,7 +47,8 @@ void print_usage(const char* prog) {
       "Exit status: 0 clean run (every byte verified; also no traffic configured, or\n"
       "-i and 'start' never typed), 1 a transfer failed, a byte was wrong, or the\n"
       "traffic checked nothing (no message completed or arrived: a peer that never\n"
-      "answered, a stop during setup), 2 bad options, configuration or EAL setup.\n",
+      "answered, a stop during setup or the config read), 2 bad options,\n"
+      "configuration or EAL setup.\n",
       prog);
 }
 

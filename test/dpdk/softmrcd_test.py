@@ -14,7 +14,8 @@
   sigterm                      SIGTERM mid-transfer: in-flight work completes
   sigterm_flush                the same with no drain time: it is flushed
   sigint                       SIGINT mid-transfer, as SIGTERM
-  setup_signal                 SIGTERM during setup: it gives up cleanly, exit 1
+  setup_signal                 SIGTERM during setup, or while the config file
+                               is read: it gives up cleanly, exit 1
   nothing_verified             traffic that never flowed fails (exit 1); -i
                                without 'start' does not
   extbuf                       tx_payload extbuf: payloads sent in place
@@ -821,7 +822,8 @@ def case_sigint(args):
 def case_setup_signal(args):
     """SIGTERM while setup waits (here on control_state_file, a FIFO no one
     writes, after the ports started): setup gives up, what it set up is torn
-    down, and the run counts as one whose traffic never ran (exit 1)."""
+    down, and the run counts as one whose traffic never ran (exit 1). Then
+    the same while the configuration file itself is opened."""
     fifo = os.path.join(args.workdir, 'state.fifo')
     if not os.path.exists(fifo):
         os.mkfifo(fifo)
@@ -838,6 +840,18 @@ def case_setup_signal(args):
     check('softmrcd: FAIL: the traffic never ran, nothing was verified' in out, 'no FAIL line', out)
     check('control_state_file' not in out and 'txgen' not in out,
           'an error for the interrupted step, or a run', out)
+
+    # The configuration itself a FIFO no one writes: the signal interrupts
+    # its open, which is a stop, not a file that cannot be opened.
+    d = Daemon(args, 'setup_signal')
+    d.cmd[d.cmd.index(d.cfg_path)] = fifo
+    d.start()
+    code, out = d.signal_when(lambda: wait_for('the configuration FIFO opened', blocked_on_fifo,
+                                               timeout=30, output=d.output()))
+    check(code == 1, f'exit status {code}, want 1 (config read)', out)
+    check(f'softmrcd: stopped (SIGTERM) while reading {fifo}, before any setup' in out,
+          'no line saying the configuration read stopped', out)
+    check('cannot open' not in out and 'Interrupted' not in out, 'an error for the open', out)
 
 
 def memif_client_config(sock):
