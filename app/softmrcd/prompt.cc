@@ -98,7 +98,8 @@ const CommandSpec cmd_show_endpoint = {
     {&t_show.hdr, &t_show_per_endpoint.hdr, &t_show_endpoint.hdr},
 };
 
-// show qps <endpoint> <first>: the page of QPs a "more next_first" row names
+// show qps <endpoint>|* <first>: the page of QPs a "more next_first" row
+// names; '*' (never an endpoint's name) pages the list of every endpoint's.
 struct ShowQpsResult {
   cmdline_fixed_string_t show;
   cmdline_fixed_string_t qps;
@@ -108,7 +109,8 @@ struct ShowQpsResult {
 
 void on_show_qps_from(void* r, cmdline* cl, void*) {
   const auto* res = static_cast<ShowQpsResult*>(r);
-  show(cl, "qps", {res->endpoint, std::to_string(res->first)});
+  const std::string endpoint = std::strcmp(res->endpoint, "*") == 0 ? "" : res->endpoint;
+  show(cl, "qps", {endpoint, std::to_string(res->first)});
 }
 
 cmdline_parse_token_string_t t_showqps = TOKEN_STRING_INITIALIZER(ShowQpsResult, show, "show");
@@ -119,7 +121,7 @@ cmdline_parse_token_num_t t_showqps_first = TOKEN_NUM_INITIALIZER(ShowQpsResult,
 
 const CommandSpec cmd_show_qps_from = {
     on_show_qps_from,
-    "show qps <endpoint> <first>",
+    "show qps <endpoint>|* <first>",
     {&t_showqps.hdr, &t_showqps_qps.hdr, &t_showqps_endpoint.hdr, &t_showqps_first.hdr},
 };
 
@@ -184,7 +186,8 @@ void on_word(void* r, cmdline* cl, void*) {
         "show endpoints                        the hosted endpoints\n"
         "show ports|planes|qps|drops|stats|links [<endpoint>]\n"
         "                                      every endpoint's rows, or one's\n"
-        "show qps <endpoint> <first>           its QPs from the <first>th, 32 at a time\n"
+        "show qps <endpoint>|* <first>         its (or every endpoint's) QPs from the\n"
+        "                                      <first>th, 32 at a time\n"
         "show qp <endpoint> <qpn>              every counter of a QP\n"
         "show evs <endpoint> <qpn> [<first>]   a QP's EVs, 32 at a time\n"
         "start | stop                          the traffic generator\n"

@@ -898,7 +898,7 @@ def case_nothing_verified(args):
 # lines indented); case_interactive runs each form.
 PROMPT_COMMANDS = [
     'show endpoints', 'show ports|planes|qps|drops|stats|links [<endpoint>]',
-    'show qps <endpoint> <first>', 'show qp <endpoint> <qpn>',
+    'show qps <endpoint>|* <first>', 'show qp <endpoint> <qpn>',
     'show evs <endpoint> <qpn> [<first>]', 'start | stop', 'set plane <endpoint> <plane> up|down',
     'set link <link> plane <plane> up|down',
     'set link <link> plane <plane> loss <p> | blackhole on|off | blackhole_ev <ev> |',
@@ -998,6 +998,10 @@ def case_interactive(args):
         qps = rows('qps a 32')
         check(list(qps) == ['a/33'] and qps['a/33']['owner'] == 'txgen' and
               qps['a/33']['peer'] == 'b', f'show qps a 32: {qps}', d.output())
+        qps = rows('qps * 32')  # every endpoint's list, paged on: a's 33rd, b's 32 more
+        check(list(qps)[:2] == ['a/33', 'b/1'] and len(qps) == 33 and
+              qps['more'] == {'next_first': '64'}, f'show qps * 32: {list(qps)}', d.output())
+        check(list(rows('qps * 64')) == ['b/32', 'b/33'], 'show qps * 64', d.output())
         links = rows('links a')
         check(sorted(links) == ['link0/0', 'link0/1'] and links['link0/0']['up'] == '1',
               f'show links a: {list(links)}', d.output())
