@@ -102,7 +102,8 @@ Status Endpoint::abort_qp(uint32_t qpn) {
         continue;
       }
       wire::Feedback& fb = out->t.fb;
-      fb.cum_psn = fb.ref_psn = fb.sack_base = q->epsn();
+      fb.cum_psn = fb.ref_psn = q->epsn();  // checked by a peer that sends
+      fb.sack_base = q->snd_nxt();          // by one that only receives (RTR)
       fb.window_mpr = q->attr().mpr_dest;
       fb.code = wire::NackCode::kQpGone;
       ++counters_.qp_gone_tx;
@@ -132,7 +133,7 @@ Status Endpoint::modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask, Time
   return st;
 }
 
-Status Endpoint::connect_qp(uint32_t qpn, const QpAttr& attr, TimeNs now) {
+Status Endpoint::connect_qp(uint32_t qpn, const QpAttr& attr, TimeNs now, QpState last) {
   static constexpr struct {
     QpState state;
     uint32_t mask;
@@ -147,6 +148,7 @@ Status Endpoint::connect_qp(uint32_t qpn, const QpAttr& attr, TimeNs now) {
   for (const auto& s : kSteps) {
     step.state = s.state;
     if (Status st = modify_qp(qpn, step, kAttrState | s.mask, now); !st.ok()) return st;
+    if (s.state == last) break;
   }
   return {};
 }

@@ -55,9 +55,10 @@ class Endpoint {
   Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask, TimeNs now);
   Status query_qp(uint32_t qpn, QpState* state, QpAttr* attr) const;
   // RESET -> INIT -> RTR -> RTS in one call, each step taking its own fields
-  // of `attr` (attr.state is ignored). On a refusal the QP stays where that
-  // step found it and the reason names the step's field or rule.
-  Status connect_qp(uint32_t qpn, const QpAttr& attr, TimeNs now);
+  // of `attr` (attr.state is ignored); `last` RTR stops there (a QP that only
+  // receives). On a refusal the QP stays where that step found it and the
+  // reason names the step's field or rule.
+  Status connect_qp(uint32_t qpn, const QpAttr& attr, TimeNs now, QpState last = QpState::kRts);
 
   Status register_region(const Region& region, uint32_t* key);
   Status deregister_region(uint32_t key);

@@ -180,6 +180,7 @@ class Qp {
   void on_rto(TimeNs now, Sinks& s);
   void requeue_plane(uint8_t plane, TimeNs now);
   bool apply_plane(uint8_t plane, TimeNs now);
+  void on_peer_gone_while_receiving(const wire::Feedback& fb, Sinks& s);
   uint32_t wqe_of_psn(uint32_t psn) const;
 
   // responder.cc

@@ -27,6 +27,7 @@ constexpr uint32_t kPortStatusCopies = 2;  // sent on different planes
 constexpr uint32_t kMaxBackoffShift = 25;  // 1.024 us * 2^24 * 2^25 stays far below 2^64
 constexpr TimeNs kRttMaxDecay = 64;        // per RTT sample, the max loses 1/64
 constexpr uint32_t kReorderRelaxLosses = 16;
+constexpr const char* kPeerGone = "the peer's QP is gone (its application exited)";
 constexpr uint32_t kReorderRelaxRounds = 16;  // round trips without a duplicate
 constexpr uint32_t kMaxTailProbes = 2;        // between two progresses
 
@@ -369,17 +370,35 @@ void Qp::requeue_overtaken_on(uint32_t ev, TimeNs now) {
   }
 }
 
+// A QP in RTR has sent nothing to check a QP_GONE's PSN against; its SACK
+// base, the PSN the peer would have sent next, must instead be one this QP
+// could accept (or the one just past its window), so that a notice meant for
+// an earlier QP of this number fails no new one.
+void Qp::on_peer_gone_while_receiving(const wire::Feedback& fb, Sinks& s) {
+  const int32_t ahead = psn_diff(fb.sack_base & wire::kPsnMask, epsn_);
+  if (ahead < 0 || static_cast<uint32_t>(ahead) > rx_window_psns_) {
+    ++counters_.feedback_ignored;
+    return;
+  }
+  ++counters_.nacks_rx[static_cast<size_t>(wire::NackCode::kQpGone)];
+  fail(WcStatus::kRemoteOperationalError, kNil, kPeerGone, s);
+}
+
 uint32_t Qp::wqe_of_psn(uint32_t psn) const {
   if (psn_diff(psn, snd_una_) < 0 || !psn_before(psn, snd_nxt_)) return kNil;
   return slots_[psn & slot_mask_].wqe;
 }
 
 void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
+  const wire::Feedback& fb = pkt.t.fb;
+  if (state_ == QpState::kRtr && fb.code == wire::NackCode::kQpGone) {
+    on_peer_gone_while_receiving(fb, s);
+    return;
+  }
   if (state_ != QpState::kRts) {
     ++s.ep.rx_unexpected;
     return;
   }
-  const wire::Feedback& fb = pkt.t.fb;
   const auto code = static_cast<size_t>(fb.code);
   if (code >= kNackCodes) {
     ++counters_.feedback_ignored;
@@ -408,8 +427,7 @@ void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
     }
     // The first unfinished request takes the status, whatever the peer
     // had received of it; the rest are flushed.
-    fail(WcStatus::kRemoteOperationalError, sq_.empty() ? kNil : sq_.head(),
-         "the peer's QP is gone (its application exited)", s);
+    fail(WcStatus::kRemoteOperationalError, sq_.empty() ? kNil : sq_.head(), kPeerGone, s);
     return;
   }
   const uint32_t cum = fb.cum_psn & wire::kPsnMask;

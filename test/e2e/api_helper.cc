@@ -11,7 +11,9 @@
 //                                      FLUSH_ERR completions, then ENOTCONN
 //   api_helper init SOCKET EV CC       a QP to INIT with these profile ids:
 //                                      prints "init: <errno>"
-//   api_helper sink SOCKET             exchange a line, then sleep
+//   api_helper sink SOCKET             exchange a line, then print each
+//                                      async event until killed
+//   api_helper sink_rtr SOCKET         the same with the QP left in RTR
 //   api_helper daemon_dies SOCKET      block on a completion channel; when
 //                                      the daemon dies every call must fail
 //   api_helper free_in_flight SOCKET writer|target
@@ -127,19 +129,21 @@ int to_init(smrc_qp* qp, uint64_t ev_profile = 0, uint64_t cc_profile = 0) {
   return smrc_modify_qp(qp, &a, SMRC_QP_STATE | SMRC_QP_EV_PROFILE | SMRC_QP_CC_PROFILE);
 }
 
-int to_rts(smrc_qp* qp, const smrc_gid& gid, uint32_t dest_qpn, uint8_t timeout = 10,
-           uint8_t retry_exp = 0, uint64_t ev_profile = 0, uint64_t cc_profile = 0) {
+int to_rtr(smrc_qp* qp, const smrc_gid& gid, uint32_t dest_qpn, uint64_t ev_profile = 0,
+           uint64_t cc_profile = 0) {
   if (int e = to_init(qp, ev_profile, cc_profile)) return e;
   smrc_qp_attr a{};
-  a = smrc_qp_attr{};
   a.qp_state = SMRC_QPS_RTR;
   a.dgid = gid;
   a.dest_qp_num = dest_qpn;
   a.rq_psn = 1;
-  if (int e =
-          smrc_modify_qp(qp, &a, SMRC_QP_STATE | SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN))
-    return e;
-  a = smrc_qp_attr{};
+  return smrc_modify_qp(qp, &a, SMRC_QP_STATE | SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN);
+}
+
+int to_rts(smrc_qp* qp, const smrc_gid& gid, uint32_t dest_qpn, uint8_t timeout = 10,
+           uint8_t retry_exp = 0, uint64_t ev_profile = 0, uint64_t cc_profile = 0) {
+  if (int e = to_rtr(qp, gid, dest_qpn, ev_profile, cc_profile)) return e;
+  smrc_qp_attr a{};
   a.qp_state = SMRC_QPS_RTS;
   a.sq_psn = 1;
   a.timeout = timeout;
@@ -790,32 +794,48 @@ bool exchange(Basic& b, uint32_t* qpn, uint32_t* rkey, uint64_t* addr, smrc_gid*
   return true;
 }
 
+// A retry budget of about half a second: no case waits for a streaming QP
+// to fail, and a daemon lcore descheduled for tens of ms must not fail it.
+constexpr uint8_t kStreamTimeout = 14;
+constexpr uint8_t kStreamRetryExp = 4;
+
+// A receiver of stream(): says what befalls its QP, until killed. rts false
+// leaves the QP in RTR, receiving only, as verbs allows.
+int sink(const char* sock, bool rts) {
+  Basic b;
+  if (!setup(sock, &b, 64)) return 2;
+  uint32_t qpn, rkey;
+  uint64_t addr;
+  smrc_gid gid;
+  if (!exchange(b, &qpn, &rkey, &addr, &gid) ||
+      (rts ? to_rts(b.qp, gid, qpn, kStreamTimeout, kStreamRetryExp) : to_rtr(b.qp, gid, qpn)) !=
+          0)
+    return 3;
+  std::printf("ready\n");
+  std::fflush(stdout);
+  for (;;) {
+    smrc_async_event ev;
+    if (smrc_get_async_event(b.ctx, &ev, -1) != 0) return 4;
+    std::printf("event: %s: %s\n", smrc_event_type_str(static_cast<smrc_event_type>(ev.event_type)),
+                smrc_wc_status_str(static_cast<smrc_wc_status>(ev.status)));
+    std::fflush(stdout);
+  }
+}
+
 // until_flush: the daemon is stopped under the stream; what was
 // outstanding must complete with SMRC_WC_WR_FLUSH_ERR, then ENOTCONN.
-int stream(const char* sock, bool send, bool until_flush = false, uint64_t ev_profile = 0,
+int stream(const char* sock, bool until_flush = false, uint64_t ev_profile = 0,
            uint64_t cc_profile = 0) {
   Basic b;
   if (!setup(sock, &b, 64)) return 2;
   uint32_t qpn, rkey;
   uint64_t addr;
   smrc_gid gid;
-  // A retry budget of about half a second: no case waits for this QP to
-  // fail, and a daemon lcore descheduled for tens of ms must not fail it.
   if (!exchange(b, &qpn, &rkey, &addr, &gid) ||
-      to_rts(b.qp, gid, qpn, 14, 4, ev_profile, cc_profile) != 0)
+      to_rts(b.qp, gid, qpn, kStreamTimeout, kStreamRetryExp, ev_profile, cc_profile) != 0)
     return 3;
   std::printf("ready\n");
   std::fflush(stdout);
-  if (!send) {  // a receiver: says what befalls its QP, until killed
-    for (;;) {
-      smrc_async_event ev;
-      if (smrc_get_async_event(b.ctx, &ev, -1) != 0) return 4;
-      std::printf("event: %s: %s\n",
-                  smrc_event_type_str(static_cast<smrc_event_type>(ev.event_type)),
-                  smrc_wc_status_str(static_cast<smrc_wc_status>(ev.status)));
-      std::fflush(stdout);
-    }
-  }
   smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), 65536, b.mr->lkey};
   smrc_send_wr wr = signaled_write(&sge, addr, rkey);
   uint64_t done = 0, out = 0, flushed = 0;
@@ -1181,10 +1201,10 @@ int main(int argc, char** argv) {
   if (mode == "misuse" && argc == 4) return misuse(argv[2], argv[3]);
   if (mode == "forge" && argc == 4) return forge(argv[2], argv[3]);
   if (mode == "stream" && argc == 5)
-    return stream(argv[2], true, false, std::strtoull(argv[3], nullptr, 0),
+    return stream(argv[2], false, std::strtoull(argv[3], nullptr, 0),
                   std::strtoull(argv[4], nullptr, 0));
-  if (mode == "stream") return stream(argv[2], true);
-  if (mode == "stream_flush") return stream(argv[2], true, true);
+  if (mode == "stream") return stream(argv[2]);
+  if (mode == "stream_flush") return stream(argv[2], true);
   if (mode == "init" && argc == 5) {
     Basic b;
     if (!setup(argv[2], &b)) return 2;
@@ -1193,7 +1213,8 @@ int main(int argc, char** argv) {
     std::printf("init: %s\n", e == 0 ? "0" : strerrorname_np(e));
     return 0;
   }
-  if (mode == "sink") return stream(argv[2], false);
+  if (mode == "sink") return sink(argv[2], true);
+  if (mode == "sink_rtr") return sink(argv[2], false);
   if (mode == "daemon_dies") return daemon_dies(argv[2]);
   if (mode == "victim") return victim(argv[2]);
   if (mode == "trespass") return trespass(argv[2]);

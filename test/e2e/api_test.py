@@ -19,7 +19,9 @@ programs written against libsoftmrc. One --case per test:
   port_events          smrcctl takes a plane down and up: the application gets
                        PORT_ERR and PORT_ACTIVE for it
   app_killed           an application streaming Writes is SIGKILLed: its daemon
-                       frees what it had and serves the example afterwards
+                       frees what it had, the peer's QP fails at once (a
+                       receiver in RTS or in RTR, then a sender whose
+                       receiver is killed), and both serve the example
   daemon_killed        the daemon is SIGKILLed under a blocked application:
                        every call fails with ENOTCONN, nothing hangs; the
                        socket files it left (application, controller,
@@ -520,6 +522,19 @@ def case_app_killed(args):
         check(line == 'event: QP fatal: remote operation error', line)
         rx.proc.kill()
         rx.proc.wait()
+        b.read_until(r'application \d+ went away', timeout=10)
+        # ...as does one whose QP only receives (left in RTR)...
+        tx = App([args.helper, 'stream', sock(args, 'app-a')])
+        rx = App([args.helper, 'sink_rtr', sock(args, 'app-b')])
+        connect(tx, rx)
+        tx.read_line(r'^written \d+', timeout=15)
+        tx.proc.kill()
+        tx.proc.wait()
+        line = rx.read_line(r'^event: QP fatal', timeout=10)
+        check(line == 'event: QP fatal: remote operation error', f'in RTR: {line}')
+        rx.proc.kill()
+        rx.proc.wait()
+        a.read_until(r'application \d+ went away', timeout=10)
         b.read_until(r'application \d+ went away', timeout=10)
         # ...and so does a sender whose receiver is killed.
         tx = App([args.helper, 'stream', sock(args, 'app-b')])

@@ -112,7 +112,7 @@ void Harness::connect_qp(const HarnessConfig& cfg, int i, uint32_t k) {
   at.timeout = cfg.timeout;
   at.retry_linear = cfg.retry_linear;
   at.retry_exp = cfg.retry_exp;
-  const Status st = s.ep.connect_qp(qpn, at, now_);
+  const Status st = s.ep.connect_qp(qpn, at, now_, i == 1 ? cfg.b_last : QpState::kRts);
   if (!st.ok()) throw std::runtime_error(st.reason());
 }
 

@@ -62,6 +62,7 @@ struct HarnessConfig {
   TimeNs probe_max_ns = 200'000;
   TimeNs plane_detect_ns = 1'000;  // port event after the link drops
   QpTuning tuning;
+  QpState b_last = QpState::kRts;  // kRtr: B's QPs only receive
 };
 
 class Harness {

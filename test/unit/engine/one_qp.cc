@@ -56,7 +56,7 @@ OneQp::OneQp(const OneQpConfig& cfg) : cfg_(cfg) {
   at.retry_linear = cfg.retry_linear;
   at.retry_exp = cfg.retry_exp;
   at.caps = cfg.caps;
-  check(ep.connect_qp(qpn, at, 0));
+  check(ep.connect_qp(qpn, at, 0, cfg.last));
 }
 
 Status OneQp::write(uint64_t wr_id, uint32_t src_off, uint32_t len, bool imm, uint32_t imm_data,

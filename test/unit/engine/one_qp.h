@@ -1,4 +1,4 @@
-// A single endpoint with one QP in RTS, for tests that play the peer by
+// A single endpoint with one QP in RTS (or RTR), for tests that play the peer by
 // hand: they read what the endpoint sends and feed it hand-made packets.
 #pragma once
 
@@ -29,6 +29,7 @@ struct OneQpConfig {
   TimeNs probe_initial_ns = 10'000;
   TimeNs probe_max_ns = 80'000;
   size_t mem_bytes = 64 * 1024;
+  QpState last = QpState::kRts;  // kRtr: a QP that only receives
 };
 
 class OneQp {

@@ -706,6 +706,37 @@ TEST(Nack, QpGoneForAPsnThisQpCouldNotHaveSentIsIgnored) {
   EXPECT_EQ(q.qp().state(), QpState::kError);
 }
 
+// A QP in RTR has sent nothing: the notice's SACK base (the PSN the peer
+// would have sent next) must lie in its receive window or just past it.
+TEST(Nack, QpGoneFailsAQpThatOnlyReceivesIfThePeerCouldHaveSentThatFar) {
+  OneQpConfig cfg;
+  cfg.last = QpState::kRtr;
+  OneQp q(cfg);  // expects PSN 500 next
+  ASSERT_EQ(q.qp().state(), QpState::kRtr);
+  ASSERT_TRUE(q.ep.post_recv(q.qpn, RecvRequest{7}).ok());
+  const uint32_t window = uint32_t{cfg.mpr} * kMprUnitPsns;
+  const auto gone = [&](uint32_t next_psn) {
+    wire::PacketView pv = q.ack(500, 500, 0, {}, NackCode::kQpGone);
+    pv.t.fb.sack_base = next_psn;
+    return pv;
+  };
+  q.ep.on_packet(gone(499), 0, 1000);               // before what it expects
+  q.ep.on_packet(gone(500 + window + 1), 0, 1100);  // past anything it could accept
+  EXPECT_EQ(q.qp().state(), QpState::kRtr);
+  EXPECT_EQ(q.qp().counters().feedback_ignored, 2u);
+  EXPECT_TRUE(q.completions().empty());
+  q.ep.on_packet(gone(500 + window), 0, 1200);  // the whole window sent, none arrived
+  EXPECT_EQ(q.qp().state(), QpState::kError);
+  const auto c = q.completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].wr_id, 7u);
+  EXPECT_EQ(c[0].status, WcStatus::kFlushed);
+  const auto ev = q.events();
+  EXPECT_TRUE(std::any_of(ev.begin(), ev.end(), [](const Event& e) {
+    return e.type == EventType::kQpError && e.status == WcStatus::kRemoteOperationalError;
+  }));
+}
+
 TEST(Probe, AssumedBadEvIsProbedWithBackoffAndAReplyRestoresIt) {
   OneQp q;  // probes after 10 us, then 20 us, ...
   ASSERT_TRUE(q.write(1, 0, 10 * 1024).ok());

@@ -494,6 +494,25 @@ TEST(TwoEndpoints, AbortedQpFailsAnIdlePeerToo) {
   EXPECT_EQ(h.b().ep.qp(h.b().qpn)->state(), QpState::kError);
 }
 
+TEST(TwoEndpoints, AbortedSenderFailsAPeerThatOnlyReceives) {
+  HarnessConfig cfg = quiet_config();
+  cfg.b_last = QpState::kRtr;  // as verbs allows a QP that never sends
+  Harness h(cfg);
+  post_receives(h, 1, 4);
+  ASSERT_TRUE(h.a().ep.post_write(h.a().qpn, a_to_b(h, 128 * 1024)).ok());
+  ASSERT_TRUE(h.run([&] { return h.b().ep.qp(h.b().qpn)->epsn() != 0; }, 10'000'000));
+  const TimeNs aborted_at = h.now();
+  ASSERT_TRUE(h.a().ep.abort_qp(h.a().qpn).ok());
+  ASSERT_TRUE(
+      h.run([&] { return has_error(h, 1, WcStatus::kRemoteOperationalError); }, 10'000'000));
+  EXPECT_LT(h.now() - aborted_at, ack_timeout_ns(cfg.timeout));
+  EXPECT_EQ(h.b().ep.qp(h.b().qpn)->state(), QpState::kError);
+  const auto& c = h.completions(1);
+  EXPECT_EQ(std::count_if(c.begin(), c.end(),
+                          [](const Completion& x) { return x.status == WcStatus::kFlushed; }),
+            4);
+}
+
 TEST(TwoEndpoints, BlackHoledEvIsMarkedAssumedBadAndRestoredByProbesWhenItHeals) {
   Harness h(quiet_config());
   h.pipe(0, 0).dead_evs = 1u << 2;  // A's EV 2 (plane 0) swallows everything
