@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -18,7 +19,11 @@ namespace softmrc::perf {
 namespace {
 
 constexpr uint32_t kMagic = 0x46504d53;  // "SMPF"
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
+// The test byte of a server's answer that refuses the client; a reason
+// (2-byte length, then text) follows instead of parameters.
+constexpr uint8_t kRefused = 0;
+constexpr size_t kMaxReasonShown = 300;
 // Receives kept posted per QP in write_lat (one per ping or pong in flight).
 constexpr uint32_t kLatRecvs = 16;
 // How often a write_bw wait looks for the peer's keep-alives.
@@ -49,6 +54,56 @@ Message sync_message(uint32_t what, uint64_t size, uint64_t value) {
 
 bool is_keep_alive(const Message& m) {
   return Message(m.bytes()).get(4) == kAlive;
+}
+
+const char* test_name(Test t) {
+  return t == Test::kWriteLat ? "write_lat" : "write_bw";
+}
+
+// The reason of a refusal, as much of it as is worth showing, made printable:
+// it comes from the peer.
+std::string refusal_reason(Message& m) {
+  std::string why(static_cast<size_t>(m.get(2)), '\0');
+  m.get_bytes(why.data(), why.size());
+  if (!m.ok() || !m.at_end()) return "(a reason that does not parse)";
+  if (why.size() > kMaxReasonShown) why.resize(kMaxReasonShown);
+  for (char& c : why)
+    if (!std::isprint(static_cast<unsigned char>(c))) c = '?';
+  return why;
+}
+
+// What in a client's hello no smrc-perf command line gives (the same
+// bounds, against a forged peer), or "".
+std::string hello_problem(const Params& p) {
+  if (p.test != Test::kWriteBw && p.test != Test::kWriteLat)
+    return "test " + std::to_string(static_cast<unsigned>(p.test)) + " is not one of smrc-perf's";
+  const struct {
+    const char* option;
+    uint64_t value, lo, hi;
+  } kRanges[] = {
+      {"--qps", p.qps, 1, kMaxQps},
+      {"--min-size", p.min_size, 1, kMaxSize},
+      {"--max-size", p.max_size, 1, kMaxSize},
+      {"--step-factor", p.step_factor, 2, kMaxStepFactor},
+      {"--iters", p.iters, 1, kMaxIters},
+      {"--warmup", p.warmup, 0, kMaxWarmup},
+      {"--window", p.window, 1, kMaxWindow},
+      {"--signal-every", p.signal_every, 1, kMaxSignalEvery},
+  };
+  for (const auto& r : kRanges)
+    if (r.value < r.lo || r.value > r.hi)
+      return std::string(r.option) + " " + std::to_string(r.value) + " is not in " +
+             std::to_string(r.lo) + ".." + std::to_string(r.hi);
+  if (p.min_size > p.max_size)
+    return "--min-size " + std::to_string(p.min_size) + " is over --max-size " +
+           std::to_string(p.max_size);
+  // A window that fills before a signaled Write is posted would never drain.
+  if (p.test == Test::kWriteBw && p.signal_every > p.window)
+    return "--signal-every " + std::to_string(p.signal_every) + " is over --window " +
+           std::to_string(p.window);
+  if (p.test == Test::kWriteLat && (p.qps != 1 || p.bidir))
+    return "write_lat runs one message at a time on one QP";
+  return "";
 }
 
 uint64_t wr_id(uint32_t q, uint64_t n) {
@@ -216,7 +271,7 @@ bool Session::open(std::string* err) {
 }
 
 // The client sends its parameters and its addresses; the server opens
-// its side to match and answers with its own.
+// its side to match and answers with its own, or with why it will not.
 bool Session::exchange(std::string* err) {
   const auto put_side = [&](Message& m) {
     union smrc_gid gid {};
@@ -244,9 +299,12 @@ bool Session::exchange(std::string* err) {
     m.put(p_.window, 4);
     m.put(p_.signal_every, 4);
   };
+  // False if the message is not smrc-perf's, of this version; a refusal
+  // reads as test 0.
   const auto get_params = [&](Message& m, Params* p) {
     if (m.get(4) != kMagic || m.get(4) != kVersion) return false;
     p->test = static_cast<Test>(m.get(1));
+    if (static_cast<uint8_t>(p->test) == kRefused) return m.ok();
     p->bidir = m.get(1) != 0;
     p->qps = static_cast<uint32_t>(m.get(4));
     p->min_size = m.get(8);
@@ -256,20 +314,13 @@ bool Session::exchange(std::string* err) {
     p->warmup = static_cast<uint32_t>(m.get(4));
     p->window = static_cast<uint32_t>(m.get(4));
     p->signal_every = static_cast<uint32_t>(m.get(4));
-    // The same bounds as the client's command line, against a forged peer.
-    return m.ok() && (p->test == Test::kWriteBw || p->test == Test::kWriteLat) && p->qps >= 1 &&
-           p->qps <= kMaxQps && p->min_size >= 1 && p->min_size <= p->max_size &&
-           p->max_size <= kMaxSize && p->step_factor >= 2 && p->step_factor <= kMaxStepFactor &&
-           p->iters >= 1 && p->iters <= kMaxIters && p->warmup <= kMaxWarmup && p->window >= 1 &&
-           p->window <= kMaxWindow && p->signal_every >= 1 && p->signal_every <= kMaxSignalEvery &&
-           (p->test != Test::kWriteBw || p->signal_every <= p->window);
+    return m.ok();
   };
   const auto get_side = [&](Message& m) {
     m.get_bytes(peer_.gid.raw, sizeof(peer_.gid.raw));
     peer_.rkey = static_cast<uint32_t>(m.get(4));
     peer_.recv_base = m.get(8);
     peer_.timeout_ms = static_cast<uint32_t>(m.get(4));
-    if (peer_.timeout_ms < 1 || peer_.timeout_ms > kMaxTimeoutMs) return false;
     for (uint32_t q = 0; q < p_.qps; ++q) {
       peer_.qpn.push_back(static_cast<uint32_t>(m.get(4)));
       peer_.psn.push_back(static_cast<uint32_t>(m.get(4)) & 0xffffff);
@@ -289,41 +340,45 @@ bool Session::exchange(std::string* err) {
       *err = "the server's answer is not smrc-perf's (or another version)";
       return false;
     }
-    if (echo.test != p_.test) {
-      *err = "the server refused: it runs another test";
+    if (static_cast<uint8_t>(echo.test) == kRefused) {
+      *err = "the server refused: " + refusal_reason(reply);
       return false;
     }
-    if (!get_side(reply)) {
-      *err = "the server's addresses do not parse";
+    if (echo.test != p_.test || !get_side(reply)) {
+      *err = "the server's answer does not parse";
       return false;
     }
     return true;
   }
+  // The server: whatever it cannot accept, it says why to both.
+  const auto refuse = [&](const std::string& why) {
+    Message no;
+    no.put(kMagic, 4);
+    no.put(kVersion, 4);
+    no.put(kRefused, 1);
+    const size_t len = std::min(why.size(), kMaxReasonShown);
+    no.put(len, 2);
+    no.put_bytes(why.data(), len);
+    std::string unsent;
+    (void)oob_.send(no, &unsent);  // the client may be gone already
+    *err = "refused the client: " + why;
+    return false;
+  };
   Message hello;
   if (!oob_.receive(&hello, timeout, err)) return false;
   Params wanted;
-  if (!get_params(hello, &wanted)) {
-    *err = "the client is not smrc-perf (or another version), or its parameters are out of range";
-    return false;
-  }
-  const Test mine = p_.test;
+  if (!get_params(hello, &wanted) || static_cast<uint8_t>(wanted.test) == kRefused)
+    return refuse("the hello is not smrc-perf's exchange, version " + std::to_string(kVersion));
+  if (std::string why = hello_problem(wanted); !why.empty()) return refuse(why);
+  if (wanted.test != p_.test)
+    return refuse(std::string("this server runs ") + test_name(p_.test) + ", the client " +
+                  test_name(wanted.test));
   p_ = wanted;
-  if (wanted.test != mine) {
-    // Answer with our own test so that the client says what went wrong too.
-    p_.test = mine;
-    Message no;
-    put_params(no);
-    (void)oob_.send(no, err);
-    *err = std::string("the client runs ") +
-           (wanted.test == Test::kWriteLat ? "write_lat" : "write_bw") + ", this server " +
-           (mine == Test::kWriteLat ? "write_lat" : "write_bw");
-    return false;
-  }
-  if (!get_side(hello)) {
-    *err = "the client's addresses do not parse";
-    return false;
-  }
-  if (!open(err)) return false;
+  if (!get_side(hello)) return refuse("the client's addresses do not parse");
+  if (peer_.timeout_ms < 1 || peer_.timeout_ms > kMaxTimeoutMs)
+    return refuse("--timeout-ms " + std::to_string(peer_.timeout_ms) + " is not in 1.." +
+                  std::to_string(kMaxTimeoutMs));
+  if (std::string why; !open(&why)) return refuse(why);
   Message reply;
   put_params(reply);
   put_side(reply);

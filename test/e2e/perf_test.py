@@ -24,14 +24,17 @@ and a client on daemon b. One --case per test:
              b's Writes take seven-hop paths, six uSIDs in the address and
              one in an SRH, from an EV profile made with smrcctl
   window     write_bw with --window under --signal-every: the interval is
-             lowered to the window (with a note) and every size verifies;
-             a server refuses a client that asks for it the other way
+             lowered to the window (with a note) and every size verifies
   timeout    runs longer than --timeout-ms that make progress succeed
              (write_bw, --bidir, write_lat); a silent peer, a stopped
              server and a stopped sender each end the run in bounded time
              with the documented message
   modes      spin mode (no -e), the progress bar on standard error beside
              a clean table, write_lat --json and write_bw --json fields
+  forged_hello  a raw client's hellos, each with one field out of the
+             command line's bounds (a window under --signal-every too), or
+             asking more QPs than the daemon has: the server refuses each,
+             and the client reads the reason the server prints
 
 Every run but the modes case's spinning ones sleeps on a completion
 channel (-e): four busy pollers on two CPUs would measure the scheduler,
@@ -244,10 +247,11 @@ def case_errors(args):
             out_s, _ = server.communicate(timeout=30)
         finally:
             server.kill()
-        check(client.returncode == 1 and 'the server refused: it runs another test' in
-              client.stderr, f'client {client.returncode}: {client.stderr}')
-        check(server.returncode == 1 and 'the client runs write_lat, this server write_bw' in
-              out_s, f'server {server.returncode}: {out_s}')
+        said = 'this server runs write_bw, the client write_lat'
+        check(client.returncode == 1 and f'the server refused: {said}' in client.stderr,
+              f'client {client.returncode}: {client.stderr}')
+        check(server.returncode == 1 and f'refused the client: {said}' in out_s,
+              f'server {server.returncode}: {out_s}')
         print('a write_lat client and a write_bw server refuse each other')
     with_daemons(args, body)
 
@@ -272,14 +276,16 @@ def case_window(args):
 
 def send_hello(args, **fields):
     """A client that is not smrc-perf says hello to a server with `fields`
-    changed; the server's exit status and output."""
-    f = dict(magic=0x46504d53, version=2, test_id=1, bidir=0, qps=1, min_size=64, max_size=64,
+    changed; the server's exit status and output, and the reason of its
+    refusal as the client reads it (None if it did not refuse)."""
+    f = dict(magic=0x46504d53, version=3, test_id=1, bidir=0, qps=1, min_size=64, max_size=64,
              step_factor=2, iters=10, warmup=1, window=16, signal_every=16, timeout_ms=30000)
     f.update(fields)
     hello = struct.pack('<IIBBIQQIIIII', *(f[k] for k in (
         'magic', 'version', 'test_id', 'bidir', 'qps', 'min_size', 'max_size', 'step_factor',
         'iters', 'warmup', 'window', 'signal_every')))
-    hello += bytes(16) + struct.pack('<IQIII', 1, 0, f['timeout_ms'], 1, 0)
+    hello += bytes(16) + struct.pack('<IQI', 1, 0, f['timeout_ms'])
+    hello += struct.pack('<II', 1, 0) * (f['qps'] if f['qps'] <= 4096 else 1)
     server = subprocess.Popen(perf(args, 'write_bw', 'a', server=True),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -292,32 +298,50 @@ def send_hello(args, **fields):
                 check(time.monotonic() < deadline, 'the server never listened')
                 time.sleep(0.05)
         with c:
+            c.settimeout(30)
             c.sendall(struct.pack('<I', len(hello)) + hello)
+            answer = b''
+            while chunk := c.recv(65536):
+                answer += chunk
             out, _ = server.communicate(timeout=30)
     finally:
         server.kill()
-    return server.returncode, out
+    reason = None
+    if len(answer) >= 15:
+        n, magic, version, test, length = struct.unpack_from('<IIIBH', answer)
+        if (magic, version, test) == (0x46504d53, 3, 0) and n == len(answer) - 4 == 11 + length:
+            reason = answer[15:].decode()
+    return server.returncode, out, reason
 
 
 def case_forged_hello(args):
-    """A server refuses every parameter outside the command line's bounds."""
+    """A server refuses every hello outside the command line's bounds, and
+    one its daemon cannot serve, and tells the client why."""
     def body(a, b):
-        out_of_range = 'its parameters are out of range'
         for fields, message in (
-                (dict(window=16, signal_every=64), out_of_range),  # would never drain
-                (dict(test_id=7), out_of_range),
-                (dict(qps=4097), out_of_range),
-                (dict(max_size=(64 << 20) + 1), out_of_range),
-                (dict(step_factor=1025), out_of_range),
-                (dict(iters=1_000_000_001), out_of_range),
-                (dict(warmup=1_000_001), out_of_range),
-                (dict(window=65537, signal_every=1), out_of_range),
-                (dict(signal_every=65537), out_of_range),
-                (dict(timeout_ms=0), "the client's addresses do not parse"),
-                (dict(timeout_ms=3_600_001), "the client's addresses do not parse")):
-            code, out = send_hello(args, **fields)
-            check(code == 1 and message in out, f'{fields}: server {code}: {out}')
-        print('11 forged hellos refused')
+                (dict(window=16, signal_every=64), '--signal-every 64 is over --window 16'),
+                (dict(test_id=7), "test 7 is not one of smrc-perf's"),
+                (dict(test_id=0), "the hello is not smrc-perf's exchange, version 3"),
+                (dict(version=2), "the hello is not smrc-perf's exchange, version 3"),
+                (dict(qps=4097), '--qps 4097 is not in 1..4096'),
+                (dict(max_size=(64 << 20) + 1), '--max-size 67108865 is not in 1..67108864'),
+                (dict(min_size=128), '--min-size 128 is over --max-size 64'),
+                (dict(step_factor=1025), '--step-factor 1025 is not in 2..1024'),
+                (dict(iters=1_000_000_001), '--iters 1000000001 is not in 1..1000000000'),
+                (dict(warmup=1_000_001), '--warmup 1000001 is not in 0..1000000'),
+                (dict(window=65537, signal_every=1), '--window 65537 is not in 1..65536'),
+                (dict(signal_every=65537), '--signal-every 65537 is not in 1..65536'),
+                (dict(test_id=2, qps=2), 'write_lat runs one message at a time on one QP'),
+                (dict(test_id=2), 'this server runs write_bw, the client write_lat'),
+                (dict(timeout_ms=0), '--timeout-ms 0 is not in 1..3600000'),
+                (dict(timeout_ms=3_600_001), '--timeout-ms 3600001 is not in 1..3600000'),
+                (dict(qps=4096), '--qps 4096 is over the device')):
+            code, out, reason = send_hello(args, **fields)
+            check(code == 1 and f'refused the client: {message}' in out,
+                  f'{fields}: server {code}: {out}')
+            check(reason is not None and reason.startswith(message),
+                  f'{fields}: the client read {reason!r}, want {message!r}')
+        print('17 forged hellos refused, each reason told to the client')
     with_daemons(args, body)
 
 
