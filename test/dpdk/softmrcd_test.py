@@ -14,6 +14,10 @@
   sigterm                      SIGTERM mid-transfer: in-flight work completes
   sigterm_flush                the same with no drain time: it is flushed
   sigint                       SIGINT mid-transfer, as SIGTERM
+  vhost_lsc                    net_vhost ports raise link-status interrupts:
+                               plane 1's vhost-user wire killed mid-transfer
+                               and brought back; both endpoints' plane 1
+                               follows, every byte verified
   setup_signal                 SIGTERM during setup, or while the config file
                                is read: it gives up cleanly, exit 1
   nothing_verified             traffic that never flowed fails (exit 1); -i
@@ -852,6 +856,92 @@ def case_setup_signal(args):
     check(f'softmrcd: stopped (SIGTERM) while reading {fifo}, before any setup' in out,
           'no line saying the configuration read stopped', out)
     check('cannot open' not in out and 'Interrupted' not in out, 'an error for the open', out)
+
+
+class VhostWire:
+    """dpdk-testpmd io-forwarding between two net_virtio_user ports, the
+    vhost-user frontends of two net_vhost ports: a wire whose coming and
+    going the vhost ports see as their link going up and down, with a real
+    link-status interrupt."""
+
+    def __init__(self, args, name, sock_a, sock_b):
+        self.cmd = [shutil.which('dpdk-testpmd') or 'dpdk-testpmd',
+                    '--lcores', '0@1,1@1', '--no-huge', '-m', '256', '--no-pci',
+                    '--file-prefix', 'smrcd-wire-' + name, '--log-level', 'lib.eal:warning',
+                    '--vdev', f'net_virtio_user0,path={sock_a},queues=1',
+                    '--vdev', f'net_virtio_user1,path={sock_b},queues=1', '--',
+                    '--total-num-mbufs=2048', '--forward-mode=io', '--auto-start',
+                    '--no-lsc-interrupt']
+        self.log = os.path.join(args.workdir, f'wire-{name}.log')
+        self.proc = None
+
+    def start(self):
+        # Its standard input held open: testpmd without -i runs until EOF.
+        with open(self.log, 'a') as log:
+            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=log,
+                                         stderr=subprocess.STDOUT)
+        return self
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def case_vhost_lsc(args):
+    """Ports whose PMD raises link-status interrupts (net_vhost: its link is
+    up while a vhost-user frontend is connected): a and b each have two
+    planes on net_vhost ports, wired plane by plane by VhostWire. Plane 1's
+    wire is SIGKILLed mid-transfer: the interrupts take plane 1 down on both
+    endpoints and the transfer goes on over plane 0; a new wire brings it
+    back. Every byte verified, and link_interrupts counts each change."""
+    sock = {(e, p): os.path.join(args.workdir, f'{e}{p}.sock') for e in 'ab' for p in range(2)}
+    for path in sock.values():
+        if os.path.exists(path):
+            os.unlink(path)
+    cfg = two_endpoints()
+    del cfg['links']
+    for i, e in enumerate('ab'):
+        for p, pl in enumerate(cfg['endpoints'][i]['planes']):
+            pl['port'] = f'net_vhost{2 * i + p},iface={sock[e, p]},queues=1'
+    cfg['traffic'][0].update(op='write', size=65536, window=8, duration_ms=0)
+    d = Daemon(args, 'vhost_lsc', cfg).start(['--log-interval-ms', '200'])
+    wires = [VhostWire(args, str(p), sock['a', p], sock['b', p]) for p in range(2)]
+    try:
+        for e in 'ab':
+            for p in range(2):
+                d.read_until(rf'{e} plane {p} down \(link down at start\)')
+        for w in wires:
+            w.start()
+        for _ in range(4):
+            d.read_until(r'[ab] plane [01] up \(link up\)', timeout=20)
+        d.read_until(r'txgen verified \d+ \(\+[1-9]\d*\)', timeout=20)
+        wires[1].kill()
+        for e in 'ab':
+            d.read_until(rf'{e} plane 1 down \(link down\)')
+        # Plane 0 alone carries the transfer.
+        m = d.read_until(r'planes 10 .*txgen verified \d+ \(\+[1-9]\d*\)', timeout=20)
+        wires[1] = VhostWire(args, '1', sock['a', 1], sock['b', 1]).start()
+        for e in 'ab':
+            d.read_until(rf'{e} plane 1 up \(link up\)', timeout=20)
+        d.read_until(r'planes 11 .*txgen verified \d+ \(\+[1-9]\d*\)', timeout=20)
+        ports = Telemetry(telemetry_socket(d.prefix)).query('/softmrc/ports')
+        for e in 'ab':
+            for p, least in ((0, 1), (1, 3)):  # plane 1: up, down, up
+                r = ports[f'{e}/{p}']
+                check(r['driver'] == 'net_vhost' and r['link_interrupt'] == 1 and
+                      r['link_up'] == 1 and r['link_interrupts'] >= least,
+                      f'{e}/{p}: want link_interrupts >= {least}: {r}', d.output())
+        code, out = d.signal_when(lambda: None)
+    finally:
+        d.kill()
+        for w in wires:
+            w.kill()
+    check(code == 0 and 'PASS' in out, f'exit status {code}', out)
+    s = summary_counts(out)
+    check(s['verified'] > 0 and s['errors'] == 0 and s['mismatches'] == 0, f'summary {s}', out)
+    print(f"{s['verified']} messages verified; plane 1 went down and up by its ports' "
+          f'interrupts: {m.group(0)}')
 
 
 def memif_client_config(sock):
