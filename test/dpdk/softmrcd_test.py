@@ -907,23 +907,27 @@ def case_vhost_lsc(args):
     cfg['traffic'][0].update(op='write', size=65536, window=8, duration_ms=0)
     d = Daemon(args, 'vhost_lsc', cfg).start(['--log-interval-ms', '200'])
     wires = [VhostWire(args, str(p), sock['a', p], sock['b', p]) for p in range(2)]
+
+    def planes_change(planes, what, count):
+        """Reads `count` lines '<endpoint> plane <p> <what>', in any order:
+        each of a and b for each plane in `planes`."""
+        seen = {d.read_until(rf'([ab]) plane ([{planes}]) {what}', timeout=20).groups()
+                for _ in range(count)}
+        want = {(e, p) for e in 'ab' for p in planes}
+        check(seen == want, f'{what}: saw {sorted(seen)}, want {sorted(want)}', d.output())
+
     try:
-        for e in 'ab':
-            for p in range(2):
-                d.read_until(rf'{e} plane {p} down \(link down at start\)')
+        planes_change('01', r'down \(link down at start\)', 4)
         for w in wires:
             w.start()
-        for _ in range(4):
-            d.read_until(r'[ab] plane [01] up \(link up\)', timeout=20)
+        planes_change('01', r'up \(link up\)', 4)
         d.read_until(r'txgen verified \d+ \(\+[1-9]\d*\)', timeout=20)
         wires[1].kill()
-        for e in 'ab':
-            d.read_until(rf'{e} plane 1 down \(link down\)')
+        planes_change('1', r'down \(link down\)', 2)
         # Plane 0 alone carries the transfer.
         m = d.read_until(r'planes 10 .*txgen verified \d+ \(\+[1-9]\d*\)', timeout=20)
         wires[1] = VhostWire(args, '1', sock['a', 1], sock['b', 1]).start()
-        for e in 'ab':
-            d.read_until(rf'{e} plane 1 up \(link up\)', timeout=20)
+        planes_change('1', r'up \(link up\)', 2)
         d.read_until(r'planes 11 .*txgen verified \d+ \(\+[1-9]\d*\)', timeout=20)
         ports = Telemetry(telemetry_socket(d.prefix)).query('/softmrc/ports')
         for e in 'ab':
