@@ -89,13 +89,24 @@ class Script {
         }
         default:
           // Rarely: an ERROR QP takes no more packets, and the script
-          // would have little left to do.
-          if (in.ConsumeIntegralInRange<int>(0, 15) == 0) {
-            engine::QpAttr a;
-            a.state = engine::QpState::kError;
-            (void)ep_.modify_qp(qp(in), a, engine::kAttrState, now_);
-          } else {
-            poll();
+          // would have little left to do; an aborted one (its application
+          // gone) is reopened at once, receiving only (RTR) or in RTS.
+          switch (in.ConsumeIntegralInRange<int>(0, 15)) {
+            case 0: {
+              engine::QpAttr a;
+              a.state = engine::QpState::kError;
+              (void)ep_.modify_qp(qp(in), a, engine::kAttrState, now_);
+              break;
+            }
+            case 1: {
+              const uint32_t k = in.ConsumeBool();
+              if (!ep_.abort_qp(qpns_[k]).ok()) fail("abort_qp");
+              open_qp(k, in.ConsumeBool() ? engine::QpState::kRtr : engine::QpState::kRts);
+              break;
+            }
+            default:
+              poll();
+              break;
           }
           break;
       }
@@ -114,13 +125,15 @@ class Script {
     return t;
   }
 
-  // QP k, connected to the peer's QP 100 + k, with receives posted.
-  void open_qp(uint32_t k) {
+  // QP k, connected to the peer's QP 100 + k (up to `last`), with receives
+  // posted.
+  void open_qp(uint32_t k, engine::QpState last = engine::QpState::kRts) {
     if (!ep_.create_qp(&qpns_[k]).ok()) fail("create_qp");
     if (qpns_[k] >= sizeof(ours_)) fail("a QPN over max_qps");
     ours_[qpns_[k]] = true;
     // The first QP retries forever, the second gives up soon.
-    if (!ep_.connect_qp(qpns_[k], qp_attr(evs_, 100 + k, k == 0), now_).ok()) fail("connect_qp");
+    if (!ep_.connect_qp(qpns_[k], qp_attr(evs_, 100 + k, k == 0), now_, last).ok())
+      fail("connect_qp");
     for (int i = 0; i < 8; ++i) (void)ep_.post_recv(qpns_[k], engine::RecvRequest{});
   }
 
