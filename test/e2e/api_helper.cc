@@ -799,23 +799,36 @@ bool exchange(Basic& b, uint32_t* qpn, uint32_t* rkey, uint64_t* addr, smrc_gid*
 constexpr uint8_t kStreamTimeout = 14;
 constexpr uint8_t kStreamRetryExp = 4;
 
-// A receiver of stream(): says what befalls its QP, until killed. rts false
-// leaves the QP in RTR, receiving only, as verbs allows.
-int sink(const char* sock, bool rts) {
+// One end of a stream: a line exchanged, its QP connected to the peer's
+// (rts false: left in RTR, receiving only, as verbs allows), "ready"
+// printed. 0, or the exit status of what failed.
+struct StreamEnd {
   Basic b;
-  if (!setup(sock, &b, 64)) return 2;
-  uint32_t qpn, rkey;
-  uint64_t addr;
-  smrc_gid gid;
-  if (!exchange(b, &qpn, &rkey, &addr, &gid) ||
-      (rts ? to_rts(b.qp, gid, qpn, kStreamTimeout, kStreamRetryExp) : to_rtr(b.qp, gid, qpn)) !=
-          0)
-    return 3;
+  uint32_t qpn = 0, rkey = 0;
+  uint64_t addr = 0;
+  smrc_gid gid{};
+};
+
+int open_stream_end(const char* sock, StreamEnd* s, bool rts, uint64_t ev_profile = 0,
+                    uint64_t cc_profile = 0) {
+  if (!setup(sock, &s->b, 64)) return 2;
+  if (!exchange(s->b, &s->qpn, &s->rkey, &s->addr, &s->gid)) return 3;
+  const int e =
+      rts ? to_rts(s->b.qp, s->gid, s->qpn, kStreamTimeout, kStreamRetryExp, ev_profile, cc_profile)
+          : to_rtr(s->b.qp, s->gid, s->qpn, ev_profile, cc_profile);
+  if (e != 0) return 3;
   std::printf("ready\n");
   std::fflush(stdout);
+  return 0;
+}
+
+// A receiver of stream(): says what befalls its QP, until killed.
+int sink(const char* sock, bool rts) {
+  StreamEnd s;
+  if (int e = open_stream_end(sock, &s, rts)) return e;
   for (;;) {
     smrc_async_event ev;
-    if (smrc_get_async_event(b.ctx, &ev, -1) != 0) return 4;
+    if (smrc_get_async_event(s.b.ctx, &ev, -1) != 0) return 4;
     std::printf("event: %s: %s\n", smrc_event_type_str(static_cast<smrc_event_type>(ev.event_type)),
                 smrc_wc_status_str(static_cast<smrc_wc_status>(ev.status)));
     std::fflush(stdout);
@@ -826,18 +839,11 @@ int sink(const char* sock, bool rts) {
 // outstanding must complete with SMRC_WC_WR_FLUSH_ERR, then ENOTCONN.
 int stream(const char* sock, bool until_flush = false, uint64_t ev_profile = 0,
            uint64_t cc_profile = 0) {
-  Basic b;
-  if (!setup(sock, &b, 64)) return 2;
-  uint32_t qpn, rkey;
-  uint64_t addr;
-  smrc_gid gid;
-  if (!exchange(b, &qpn, &rkey, &addr, &gid) ||
-      to_rts(b.qp, gid, qpn, kStreamTimeout, kStreamRetryExp, ev_profile, cc_profile) != 0)
-    return 3;
-  std::printf("ready\n");
-  std::fflush(stdout);
+  StreamEnd s;
+  if (int e = open_stream_end(sock, &s, true, ev_profile, cc_profile)) return e;
+  Basic& b = s.b;
   smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), 65536, b.mr->lkey};
-  smrc_send_wr wr = signaled_write(&sge, addr, rkey);
+  smrc_send_wr wr = signaled_write(&sge, s.addr, s.rkey);
   uint64_t done = 0, out = 0, flushed = 0;
   smrc_wc wc[16];
   for (;;) {

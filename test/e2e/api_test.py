@@ -509,33 +509,27 @@ def case_connection_limits(args):
 
 def case_app_killed(args):
     def body(a, b):
-        tx = App([args.helper, 'stream', sock(args, 'app-a')])
-        rx = App([args.helper, 'sink', sock(args, 'app-b')])
-        connect(tx, rx)
-        tx.read_line(r'^written \d+', timeout=15)
-        tx.read_line(r'^written \d+', timeout=15)  # mid-transfer
-        tx.proc.kill()
-        tx.proc.wait()
-        a.read_until(r'application \d+ went away: 1 QPs destroyed, 1 regions freed', timeout=10)
-        # a tells b's QP that its peer is gone: the receiver hears at once...
-        line = rx.read_line(r'^event: QP fatal', timeout=10)  # not the ports' events
-        check(line == 'event: QP fatal: remote operation error', line)
-        rx.proc.kill()
-        rx.proc.wait()
-        b.read_until(r'application \d+ went away', timeout=10)
-        # ...as does one whose QP only receives (left in RTR)...
-        tx = App([args.helper, 'stream', sock(args, 'app-a')])
-        rx = App([args.helper, 'sink_rtr', sock(args, 'app-b')])
-        connect(tx, rx)
-        tx.read_line(r'^written \d+', timeout=15)
-        tx.proc.kill()
-        tx.proc.wait()
-        line = rx.read_line(r'^event: QP fatal', timeout=10)
-        check(line == 'event: QP fatal: remote operation error', f'in RTR: {line}')
-        rx.proc.kill()
-        rx.proc.wait()
-        a.read_until(r'application \d+ went away', timeout=10)
-        b.read_until(r'application \d+ went away', timeout=10)
+        def sender_killed(sink_mode, receiver):
+            """A stream from a to b's `sink_mode` whose sender is SIGKILLed
+            mid-transfer: a frees what it had and tells b's QP, whose
+            application hears at once."""
+            tx = App([args.helper, 'stream', sock(args, 'app-a')])
+            rx = App([args.helper, sink_mode, sock(args, 'app-b')])
+            connect(tx, rx)
+            tx.read_line(r'^written \d+', timeout=15)
+            tx.read_line(r'^written \d+', timeout=15)  # mid-transfer
+            tx.proc.kill()
+            tx.proc.wait()
+            a.read_until(r'application \d+ went away: 1 QPs destroyed, 1 regions freed',
+                         timeout=10)
+            line = rx.read_line(r'^event: QP fatal', timeout=10)  # not the ports' events
+            check(line == 'event: QP fatal: remote operation error', f'{receiver}: {line}')
+            rx.proc.kill()
+            rx.proc.wait()
+            b.read_until(r'application \d+ went away', timeout=10)
+
+        sender_killed('sink', 'a receiver in RTS')
+        sender_killed('sink_rtr', 'a receiver that left its QP in RTR')
         # ...and so does a sender whose receiver is killed.
         tx = App([args.helper, 'stream', sock(args, 'app-b')])
         rx = App([args.helper, 'sink', sock(args, 'app-a')])
