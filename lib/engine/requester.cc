@@ -27,9 +27,9 @@ constexpr uint32_t kPortStatusCopies = 2;  // sent on different planes
 constexpr uint32_t kMaxBackoffShift = 25;  // 1.024 us * 2^24 * 2^25 stays far below 2^64
 constexpr TimeNs kRttMaxDecay = 64;        // per RTT sample, the max loses 1/64
 constexpr uint32_t kReorderRelaxLosses = 16;
-constexpr const char* kPeerGone = "the peer's QP is gone (its application exited)";
 constexpr uint32_t kReorderRelaxRounds = 16;  // round trips without a duplicate
 constexpr uint32_t kMaxTailProbes = 2;        // between two progresses
+constexpr const char* kPeerGone = "the peer's QP is gone (its application exited)";
 
 }  // namespace
 
