@@ -77,11 +77,19 @@ struct AppServer::Client {
   struct Qp {
     std::unique_ptr<AppQp> qp;
     shm::Mapping mem;
+    uint32_t pd = 0;
     uint32_t send_cq = 0, recv_cq = 0;
     uint64_t ev_profile_id = 0, cc_profile_id = 0;
     bool attached = false;  // to its profiles (ProfileResolver), from INIT until RESET
     uint8_t dgid[16] = {};
   };
+  // A PD is a protection domain of the engine's: its QPs reach only its
+  // regions, whether through an SGE or a peer's rkey.
+  struct Pd {
+    uint32_t domain = 0;
+    uint32_t users = 0;  // regions and QPs
+  };
+  std::map<uint32_t, Pd> pds;          // by id
   std::map<uint32_t, Memory> regions;  // by key
   std::map<uint32_t, Cq> cqs;          // by id
   std::map<uint32_t, int> channels;    // id -> write end of its pipe
@@ -299,9 +307,7 @@ void AppServer::accept_on(Listener& l, uint64_t now_ns) {
     c->hello_by_ns = now_ns + kHelloTimeoutNs;
     ++counted_.connections;
     c->owner = next_owner_++;
-    // The owner is the protection domain of its regions and QPs; the
-    // daemon's own (the traffic generator's) are in the default domain.
-    if (next_owner_ == engine::kDefaultDomain) ++next_owner_;
+    if (next_owner_ == 0) ++next_owner_;  // an event for owner 0 goes to all
     // The socket's mode keeps others out; a mode opened up by mistake does not
     // let them in: their first request gets EACCES.
     uint32_t uid = 0;
@@ -451,8 +457,26 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       rep->u.query_profile_rep.id = id;
       return;
     }
+    case MsgType::kAllocPd: {
+      if (c.pds.size() >= shm::kMaxPdsPerClient) return refuse(rep, ENOMEM, "too many PDs");
+      const uint32_t id = c.next_id++;
+      c.pds[id] = Client::Pd{new_domain(), 0};
+      rep->u.id_rep.id = id;
+      return;
+    }
+    case MsgType::kDeallocPd: {
+      auto it = c.pds.find(req.u.key.id);
+      if (it == c.pds.end()) return refuse(rep, EINVAL, "no such PD");
+      if (it->second.users != 0) return refuse(rep, EBUSY, "a region or QP still uses the PD");
+      release_domain(it->second.domain);
+      c.pds.erase(it);
+      return;
+    }
     case MsgType::kRegMr: {
       const shm::RegMrReq& r = req.u.reg_mr;
+      auto pd = c.pds.find(r.pd);
+      if (pd == c.pds.end()) return refuse(rep, EINVAL, "no such PD");
+      const uint32_t domain = pd->second.domain;
       shm::Mapping mem;
       const char* why = "ok";
       if (const int st = shm::map_shared(fd, r.length, &mem, &why); st != 0)
@@ -464,12 +488,12 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       region.host = static_cast<uint8_t*>(mem.addr);
       region.access = engine::kAccessLocalWrite |
                       ((r.access & SMRC_ACCESS_REMOTE_WRITE) ? engine::kAccessRemoteWrite : 0);
-      region.domain = c.owner;  // only this application's QPs reach it
+      region.domain = domain;  // only the PD's QPs reach it
       uint32_t key = 0;
       bool ok = false;
       task.call([&](EndpointTask& t, uint64_t) {
         if (!t.engine().register_region(region, &key).ok()) return;
-        ok = stage.add_region(shm::RegionEntry{key, c.owner, r.addr, r.length});
+        ok = stage.add_region(shm::RegionEntry{key, domain, r.addr, r.length});
         if (!ok) {
           (void)t.engine().deregister_region(key);
           return;
@@ -482,6 +506,8 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
         unshare(&m);
         return refuse(rep, ENOMEM, "the endpoint's region table is full (limits.max_regions)");
       }
+      m.pd = r.pd;
+      ++pd->second.users;
       c.regions[key] = m;
       rep->u.reg_mr_rep.key = key;
       return;
@@ -495,6 +521,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
         (void)t.engine().deregister_region(key);
         t.framer().retire_extbuf_region(static_cast<const uint8_t*>(it->second.mem.addr));
       });
+      --c.pds[it->second.pd].users;
       retired_.push_back(Retired{&l, c.owner, it->second});
       c.regions.erase(it);
       reap(l);
@@ -581,6 +608,9 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       auto scq = c.cqs.find(r.send_cq), rcq = c.cqs.find(r.recv_cq);
       if (scq == c.cqs.end() || rcq == c.cqs.end())
         return refuse(rep, EINVAL, "no such CQ (send or receive)");
+      auto pd = c.pds.find(r.pd);
+      if (pd == c.pds.end()) return refuse(rep, EINVAL, "no such PD");
+      const uint32_t domain = pd->second.domain;
       if (r.max_send_wr == 0 || r.max_send_wr > cfg.limits.max_send_wr ||
           r.max_recv_wr > cfg.limits.max_recv_wr)
         return refuse(rep, EINVAL, "max_send_wr or max_recv_wr over the endpoint's limits");
@@ -596,6 +626,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       shm::format_ring(recv_ring);
       q.qp = std::make_unique<AppQp>();
       q.qp->owner = c.owner;
+      q.qp->domain = domain;
       q.qp->pid = c.pid;
       q.qp->max_send_wr = r.max_send_wr;
       q.qp->sig_all = r.sq_sig_all != 0;
@@ -608,13 +639,15 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       uint32_t qpn = 0;
       AppQp* p = q.qp.get();
       task.call([&](EndpointTask& t, uint64_t) {
-        if (t.engine().create_qp(&qpn, c.owner).ok()) stage.add_qp(qpn, p);
+        if (t.engine().create_qp(&qpn, domain).ok()) stage.add_qp(qpn, p);
       });
       if (qpn == 0) {
         shm::unmap_shared(&q.mem);
         return refuse(rep, ENOMEM, "the endpoint's QP table is full (limits.max_qps)");
       }
       rep->u.create_qp_rep.qpn = qpn;
+      q.pd = r.pd;
+      ++pd->second.users;
       c.qps[qpn] = std::move(q);
       return;
     }
@@ -628,6 +661,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       });
       profiles_->detach_qp(l.endpoint, qpn);
       shm::unmap_shared(&it->second.mem);
+      --c.pds[it->second.pd].users;
       c.qps.erase(it);
       return;
     }
@@ -799,6 +833,12 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
 // The application is gone: its QPs first (nothing more is sent from or
 // placed into its memory once they and its regions left the engine, all in
 // one call on the lcore), then everything it shared is unmapped.
+uint32_t AppServer::new_domain() {
+  while (next_domain_ == engine::kDefaultDomain || domains_.contains(next_domain_)) ++next_domain_;
+  domains_.insert(next_domain_);
+  return next_domain_++;
+}
+
 void AppServer::drop(Client& c) {
   Listener& l = *c.l;
   if (!c.hello) {  // it could create nothing
@@ -828,6 +868,7 @@ void AppServer::drop(Client& c) {
   for (auto& [id, cq] : c.cqs) shm::unmap_shared(&cq.mem);
   for (auto& [key, r] : c.regions) retired_.push_back(Retired{c.l, c.owner, r});
   for (auto& [id, wake_fd] : c.channels) ::close(wake_fd);
+  for (auto& [id, pd] : c.pds) release_domain(pd.domain);
   ::close(c.fd);
   std::erase_if(clients_, [&](const std::unique_ptr<Client>& p) { return p.get() == &c; });
   reap(l);

@@ -38,6 +38,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,7 @@ class AppServer : public ControlService {
     bool framed = false;                  // an extbuf region of the framer
     rte_iova_t iova = RTE_BAD_IOVA;       // of the first byte, when extmem
     std::vector<rte_device*> dma_mapped;  // rte_dev_dma_map done for these
+    uint32_t pd = 0;                      // the application's PD it was registered in
   };
   Memory share(const shm::Mapping& mem, const Listener& l) const;
   static void unmap_dma(Memory* m);
@@ -123,9 +125,15 @@ class AppServer : public ControlService {
   std::vector<Listener> listeners_;
   std::vector<std::unique_ptr<Client>> clients_;
   uint32_t next_owner_ = 1;
-  size_t channel_budget_ = 0;  // what the descriptor limit leaves all clients' channels
-  SocketAccess access_;        // app_group
-  Counters counted_;           // the totals; the gauges are counted on demand
+  // A protection domain that no live PD has, never the default one (the
+  // traffic generator's); ends with release_domain().
+  uint32_t new_domain();
+  void release_domain(uint32_t domain) { domains_.erase(domain); }
+  uint32_t next_domain_ = 1;
+  std::set<uint32_t> domains_;  // every live PD's
+  size_t channel_budget_ = 0;   // what the descriptor limit leaves all clients' channels
+  SocketAccess access_;         // app_group
+  Counters counted_;            // the totals; the gauges are counted on demand
   struct Retired {
     Listener* l = nullptr;
     uint32_t owner = 0;

@@ -169,7 +169,7 @@ void AppStage::post_recv(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const Wor
 
 bool AppStage::post_send(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const WorkRequest& w) {
   const engine::Qp* eq = ep.qp(qpn);
-  const WcStatus st = shm::check_work_request(w, q.owner, regions_, shm::kMaxMsgBytes);
+  const WcStatus st = shm::check_work_request(w, q.domain, regions_, shm::kMaxMsgBytes);
   if (st != WcStatus::kSuccess) {
     ++bad_descriptors_;
     error_cqe(q, qpn, w, st, 0, false);

@@ -44,7 +44,8 @@ struct AppCq {
 
 struct AppQp {
   uint32_t owner = 0;
-  uint32_t pid = 0;  // the application's process, for reports
+  uint32_t domain = 0;  // its PD's: the regions its Writes may read
+  uint32_t pid = 0;     // the application's process, for reports
   uint32_t max_send_wr = 0;
   bool sig_all = false;
   AppCq* send_cq = nullptr;

@@ -2,8 +2,8 @@
 // responder may write into (remote writes). A key names one region; keys
 // carry a generation so that a key of a deregistered region never matches a
 // later one. Every region and QP belongs to a protection domain (softmrcd:
-// the application, or the daemon itself), and a QP reaches only regions of
-// its own: a peer that learns another application's key cannot write there.
+// an application's PD, or the daemon itself), and a QP reaches only regions
+// of its own: a peer that learns a key of another PD cannot write there.
 // Lookups check bounds with overflow-safe arithmetic: no access ever lands
 // outside a region.
 #pragma once

@@ -109,11 +109,11 @@ void RegionTable::remove(uint32_t key) {
   if (i < num_ && slots_[i].key == key) slots_[i] = RegionEntry{};
 }
 
-const RegionEntry* RegionTable::find(uint32_t key, uint32_t owner) const {
+const RegionEntry* RegionTable::find(uint32_t key, uint32_t domain) const {
   const uint32_t i = key & 0xffff;
   if (key == 0 || i >= num_) return nullptr;
   const RegionEntry& e = slots_[i];
-  return e.key == key && e.owner == owner ? &e : nullptr;
+  return e.key == key && e.domain == domain ? &e : nullptr;
 }
 
 bool range_inside(const RegionEntry& r, uint64_t addr, uint64_t len) {
@@ -122,7 +122,7 @@ bool range_inside(const RegionEntry& r, uint64_t addr, uint64_t len) {
   return off <= r.length && len <= r.length - off;
 }
 
-WcStatus check_work_request(const WorkRequest& wr, uint32_t owner, const RegionTable& regions,
+WcStatus check_work_request(const WorkRequest& wr, uint32_t domain, const RegionTable& regions,
                             uint32_t max_msg_bytes) {
   switch (static_cast<WrOpcode>(wr.opcode)) {
     case WrOpcode::kWrite:
@@ -134,7 +134,7 @@ WcStatus check_work_request(const WorkRequest& wr, uint32_t owner, const RegionT
   if (wr.length > max_msg_bytes) return WcStatus::kLocLenErr;
   if (wr.remote_addr + wr.length < wr.remote_addr) return WcStatus::kLocLenErr;
   if (wr.length == 0) return WcStatus::kSuccess;
-  const RegionEntry* r = regions.find(wr.lkey, owner);
+  const RegionEntry* r = regions.find(wr.lkey, domain);
   if (r == nullptr || !range_inside(*r, wr.local_addr, wr.length)) return WcStatus::kLocProtErr;
   return WcStatus::kSuccess;
 }

@@ -30,7 +30,7 @@
 namespace softmrc::shm {
 
 // Bumped on any change to the messages or the shared layouts below.
-inline constexpr uint32_t kAppProtocolVersion = 4;
+inline constexpr uint32_t kAppProtocolVersion = 5;
 inline constexpr uint32_t kAppMagic = 0x534d5243;  // "SMRC"
 
 enum class MsgType : uint16_t {
@@ -46,7 +46,9 @@ enum class MsgType : uint16_t {
   kDestroyQp,
   kModifyQp,
   kQueryQp,
-  kEvent,  // daemon -> application, unsolicited
+  kAllocPd,
+  kDeallocPd,
+  kEvent,  // daemon -> application, unsolicited; the last
 };
 inline constexpr uint16_t kReplyBit = 0x8000;
 
@@ -57,6 +59,7 @@ inline constexpr uint64_t kMaxMrBytes = uint64_t{1} << 40;
 inline constexpr uint32_t kMaxMsgBytes = uint32_t{1} << 31;  // per Write
 inline constexpr uint32_t kMaxCqsPerClient = 1024;
 inline constexpr uint32_t kMaxChannelsPerClient = 256;
+inline constexpr uint32_t kMaxPdsPerClient = 256;
 inline constexpr size_t kNameBytes = 64;
 
 struct HelloReq {
@@ -94,14 +97,15 @@ struct RegMrReq {
   uint64_t addr;  // the application's address of the first byte
   uint64_t length;
   uint32_t access;
+  uint32_t pd;  // the id kAllocPd gave
 };
 struct RegMrRep {
   uint32_t key;
 };
-struct KeyReq {  // kDeregMr, kDestroyChannel, kDestroyCq, kDestroyQp, kQueryQp
+struct KeyReq {  // kDeregMr, kDestroyChannel, kDestroyCq, kDestroyQp, kQueryQp, kDeallocPd
   uint32_t id;
 };
-struct IdRep {  // kCreateChannel, kCreateCq: the new id
+struct IdRep {  // kCreateChannel, kCreateCq, kAllocPd: the new id
   uint32_t id;
 };
 struct CreateCqReq {
@@ -116,6 +120,7 @@ struct CreateQpReq {
   uint32_t send_ring_capacity;  // a power of two >= max_send_wr
   uint32_t recv_ring_capacity;  // a power of two >= max_recv_wr
   uint32_t sq_sig_all;
+  uint32_t pd;  // the id kAllocPd gave
 };
 struct CreateQpRep {
   uint32_t qpn;
@@ -304,8 +309,8 @@ constexpr size_t qp_bytes(uint32_t send_capacity, uint32_t recv_capacity) {
 // A registered region as the daemon knows it: the application's address
 // range, and which application owns it.
 struct RegionEntry {
-  uint32_t key = 0;  // 0: free
-  uint32_t owner = 0;
+  uint32_t key = 0;     // 0: free
+  uint32_t domain = 0;  // its PD's protection domain (engine::Region::domain)
   uint64_t va = 0;
   uint64_t length = 0;
 };
@@ -317,8 +322,8 @@ class RegionTable {
   explicit RegionTable(RegionEntry* slots, uint32_t num) : slots_(slots), num_(num) {}
   bool add(const RegionEntry& e);
   void remove(uint32_t key);
-  // The entry of `key` if it is live and owned by `owner`, else nullptr.
-  const RegionEntry* find(uint32_t key, uint32_t owner) const;
+  // The entry of `key` if it is live and in `domain`, else nullptr.
+  const RegionEntry* find(uint32_t key, uint32_t domain) const;
 
  private:
   RegionEntry* slots_;
@@ -330,9 +335,9 @@ class RegionTable {
 bool range_inside(const RegionEntry& r, uint64_t addr, uint64_t len);
 
 // The daemon's check of one WorkRequest copied out of the send ring of a
-// QP owned by `owner`: kSuccess, or the status of the error completion it
-// gets instead of being posted.
-WcStatus check_work_request(const WorkRequest& wr, uint32_t owner, const RegionTable& regions,
+// QP in protection domain `domain`: kSuccess, or the status of the error
+// completion it gets instead of being posted.
+WcStatus check_work_request(const WorkRequest& wr, uint32_t domain, const RegionTable& regions,
                             uint32_t max_msg_bytes);
 // Likewise for the receive ring, where only receives belong.
 constexpr WcStatus check_recv_request(const WorkRequest& wr) {

@@ -53,6 +53,7 @@ struct smrc_context {
 
 struct smrc_pd {
   smrc_context* ctx = nullptr;
+  uint32_t id = 0;  // the daemon's
   std::atomic<uint32_t> users{0};
 };
 
@@ -312,13 +313,22 @@ struct smrc_pd* smrc_alloc_pd(struct smrc_context* ctx) {
   if (peer_gone(ctx)) return fail<smrc_pd>(ENOTCONN);
   auto* pd = new (std::nothrow) smrc_pd;
   if (pd == nullptr) return fail<smrc_pd>(ENOMEM);
+  Msg m = request(MsgType::kAllocPd), r;
+  if (const int st = call(ctx, m, -1, &r); st != 0) {
+    delete pd;
+    return fail<smrc_pd>(st);
+  }
   pd->ctx = ctx;
+  pd->id = r.u.id_rep.id;
   return pd;
 }
 
 int smrc_dealloc_pd(struct smrc_pd* pd) {
   if (pd == nullptr) return EINVAL;
   if (pd->users.load() != 0) return EBUSY;
+  Msg m = request(MsgType::kDeallocPd), r;
+  m.u.key.id = pd->id;
+  if (const int st = call(pd->ctx, m, -1, &r); st != 0 && st != ENOTCONN) return st;
   delete pd;
   return 0;
 }
@@ -338,6 +348,7 @@ struct smrc_mr* smrc_alloc_mr(struct smrc_pd* pd, size_t length, uint32_t access
   m.u.reg_mr.addr = reinterpret_cast<uint64_t>(mem.addr);
   m.u.reg_mr.length = length;
   m.u.reg_mr.access = access;
+  m.u.reg_mr.pd = pd->id;
   const int st = call(ctx, m, fd, &r);
   ::close(fd);
   auto* box = st == 0 ? new (std::nothrow) MrBox : nullptr;
@@ -560,8 +571,8 @@ struct smrc_qp* smrc_create_qp(struct smrc_pd* pd, struct smrc_qp_init_attr* ia)
   if (fd < 0) return fail<smrc_qp>(ENOMEM);
   Msg m = request(MsgType::kCreateQp), r;
   m.u.create_qp =
-      CreateQpReq{ia->send_cq->id, ia->recv_cq->id, cap.max_send_wr,         cap.max_recv_wr,
-                  send_ring,       recv_ring,       ia->sq_sig_all ? 1u : 0u};
+      CreateQpReq{ia->send_cq->id, ia->recv_cq->id, cap.max_send_wr,          cap.max_recv_wr,
+                  send_ring,       recv_ring,       ia->sq_sig_all ? 1u : 0u, pd->id};
   auto* qp = new (std::nothrow) smrc_qp;
   if (qp == nullptr) {
     ::close(fd);

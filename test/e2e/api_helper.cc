@@ -16,6 +16,9 @@
 //   api_helper sink_rtr SOCKET         the same with the QP left in RTR
 //   api_helper daemon_dies SOCKET      block on a completion channel; when
 //                                      the daemon dies every call must fail
+//   api_helper two_pds SOCKET          two PDs in one application: a region
+//                                      of one is out of reach of the other's
+//                                      QPs, locally and from the peer
 //   api_helper free_in_flight SOCKET writer|target
 //                                      a region freed under a Write from it
 //   api_helper recv_behind_sends SOCKET deep|wimm
@@ -267,6 +270,14 @@ void table_limits(Basic& b, const smrc_device_attr& da) {
   for (size_t i = 1; i < channels.size(); ++i)
     destroyed += smrc_destroy_comp_channel(channels[i]) == 0;
   expect(destroyed == 255, "the 255 channels destroyed", destroyed);
+
+  std::vector<smrc_pd*> pds{b.pd};
+  const int pd_err = fill(&pds, 256, [&] { return smrc_alloc_pd(b.ctx); });
+  expect(pds.size() == 256, "256 PDs on one device", static_cast<long>(pds.size()));
+  expect_err(pd_err, ENOMEM, "alloc_pd past 256");
+  int freed = 0;
+  for (size_t i = 1; i < pds.size(); ++i) freed += smrc_dealloc_pd(pds[i]) == 0;
+  expect(freed == 255, "the 255 PDs deallocated", freed);
 }
 
 // Waits on the channel and the context: what they return when nothing
@@ -632,6 +643,10 @@ int forge(const char* sock, const char* peer_ip) {
   m.u.hello.protocol_version = s::kAppProtocolVersion;
   m.u.hello.api_version = SMRC_API_VERSION;
   expect_err(raw.call(m, -1, &r), 0, "hello");
+  m = s::Msg{};
+  m.type = uint16_t(s::MsgType::kAllocPd);
+  expect_err(raw.call(m, -1, &r), 0, "alloc_pd");
+  const uint32_t pd = r.u.id_rep.id;
 
   // A memfd that is not sealed is refused: it could shrink under the daemon.
   {
@@ -641,6 +656,7 @@ int forge(const char* sock, const char* peer_ip) {
     m.type = uint16_t(s::MsgType::kRegMr);
     m.u.reg_mr.addr = 1 << 20;
     m.u.reg_mr.length = 1 << 16;
+    m.u.reg_mr.pd = pd;
     expect_err(raw.call(m, fd, &r), EBADF, "reg_mr of an unsealed memfd");
     close(fd);
   }
@@ -651,12 +667,22 @@ int forge(const char* sock, const char* peer_ip) {
   m.type = uint16_t(s::MsgType::kRegMr);
   m.u.reg_mr.addr = reinterpret_cast<uint64_t>(region.addr);
   m.u.reg_mr.length = 1 << 20;
+  m.u.reg_mr.pd = pd;
   expect_err(raw.call(m, fd, &r), EINVAL, "reg_mr longer than its memfd");
   m.u.reg_mr.length = 1 << 16;
   m.u.reg_mr.access = 3;
+  m.u.reg_mr.pd = pd + 1000;
+  expect_err(raw.call(m, fd, &r), EINVAL, "reg_mr in a PD that is not ours");
+  m.u.reg_mr.pd = pd;
   expect_err(raw.call(m, fd, &r), 0, "reg_mr");
   const uint32_t lkey = r.u.reg_mr_rep.key;
   close(fd);
+  m = s::Msg{};
+  m.type = uint16_t(s::MsgType::kDeallocPd);
+  m.u.key.id = pd;
+  expect_err(raw.call(m, -1, &r), EBUSY, "dealloc_pd with a region in it");
+  m.u.key.id = pd + 1000;
+  expect_err(raw.call(m, -1, &r), EINVAL, "dealloc_pd of a PD that is not ours");
   // A completion channel is the daemon's pipe: one of ours is refused.
   // Raw::call reads its reply without room for the read end, so the kernel
   // closes it: the daemon's wake-ups below meet a pipe with no reader
@@ -686,7 +712,9 @@ int forge(const char* sock, const char* peer_ip) {
   fd = s::create_shared(s::qp_bytes(8, 8), false, &qpmem);
   m = s::Msg{};
   m.type = uint16_t(s::MsgType::kCreateQp);
-  m.u.create_qp = s::CreateQpReq{cq, cq, 8, 8, 8, 8, 0};
+  m.u.create_qp = s::CreateQpReq{cq, cq, 8, 8, 8, 8, 0, pd + 1000};
+  expect_err(raw.call(m, fd, &r), EINVAL, "create_qp in a PD that is not ours");
+  m.u.create_qp.pd = pd;
   expect_err(raw.call(m, fd, &r), 0, "create_qp");
   const uint32_t qpn = r.u.create_qp_rep.qpn;
   close(fd);
@@ -927,6 +955,55 @@ int trespass(const char* sock) {
   if (poll_one(b.cq, &wc, 10000) != 1) return 5;
   std::printf("trespass: %s\n", smrc_wc_status_str(static_cast<smrc_wc_status>(wc.status)));
   return 0;
+}
+
+// Protection domains inside one application: its QP lives in one PD, a
+// second PD holds a region filled with a byte. It prints that region as
+// victim() does, for trespass() on its peer; on the line "check" it says
+// whether the region is untouched, then posts from a QP of the first PD a
+// Write whose SGE is that region: "local: <status>". Exit 0 if the region
+// is intact and the Write failed with LOC_PROT_ERR.
+int two_pds(const char* sock) {
+  Basic b;
+  if (!setup(sock, &b)) return 2;
+  smrc_pd* other = smrc_alloc_pd(b.ctx);
+  smrc_mr* mr =
+      other ? smrc_alloc_mr(other, 65536, SMRC_ACCESS_LOCAL_WRITE | SMRC_ACCESS_REMOTE_WRITE)
+            : nullptr;
+  smrc_qp_init_attr ia{};
+  ia.send_cq = ia.recv_cq = b.cq;
+  ia.cap.max_send_wr = 4;
+  smrc_qp* local = smrc_create_qp(b.pd, &ia);
+  uint32_t qpn, rkey;
+  uint64_t addr;
+  smrc_gid gid;
+  const auto done = [&](int status) {
+    if (local) smrc_destroy_qp(local);
+    if (mr) smrc_free_mr(mr);
+    if (other) smrc_dealloc_pd(other);
+    return status;
+  };
+  if (!mr || !local) return done(2);
+  if (!exchange(b, &qpn, &rkey, &addr, &gid) || to_rts(b.qp, gid, qpn, 14, 4) != 0) return done(3);
+  auto* mem = static_cast<uint8_t*>(mr->addr);
+  std::memset(mem, 0x5a, mr->length);
+  std::printf("victim %u %" PRIu64 " %zu\n", mr->rkey,
+              static_cast<uint64_t>(reinterpret_cast<uintptr_t>(mem)), mr->length);
+  std::fflush(stdout);
+  char line[16];
+  if (std::scanf("%15s", line) != 1 || std::strcmp(line, "check") != 0) return done(3);
+  const size_t intact =
+      static_cast<size_t>(std::count(mem, mem + mr->length, static_cast<uint8_t>(0x5a)));
+  std::printf("victim: %zu of %zu bytes intact\n", intact, mr->length);
+  // Where the Write would go does not matter: it is refused before it leaves.
+  if (to_rts(local, gid, qpn + 1) != 0) return done(4);
+  smrc_sge sge{reinterpret_cast<uintptr_t>(mem), 64, mr->lkey};
+  smrc_send_wr wr = signaled_write(&sge, addr, rkey);
+  smrc_wc wc;
+  if (smrc_post_send(local, &wr, nullptr) != 0 || poll_one(b.cq, &wc, 10000) != 1) return done(5);
+  std::printf("local: %s\n", smrc_wc_status_str(static_cast<smrc_wc_status>(wc.status)));
+  expect_err(smrc_dealloc_pd(other), EBUSY, "dealloc_pd of the PD with the region");
+  return done(intact == mr->length && wc.status == SMRC_WC_LOC_PROT_ERR ? 0 : 1);
 }
 
 // A receive posted behind more Writes than the send queue takes (a
@@ -1224,6 +1301,7 @@ int main(int argc, char** argv) {
   if (mode == "daemon_dies") return daemon_dies(argv[2]);
   if (mode == "victim") return victim(argv[2]);
   if (mode == "trespass") return trespass(argv[2]);
+  if (mode == "two_pds") return two_pds(argv[2]);
   if (mode == "free_in_flight" && argc == 4)
     return free_in_flight(argv[2], std::strcmp(argv[3], "writer") == 0);
   if (mode == "recv_behind_sends" && argc == 4)

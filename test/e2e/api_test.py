@@ -13,6 +13,12 @@ programs written against libsoftmrc. One --case per test:
   free_in_flight       a region freed under a Write from it: the Write the
                        daemon's engine had completes and its bytes arrive,
                        those it had not (and later ones) get LOC_PROT_ERR
+  foreign_rkey         a peer names another application's rkey and address:
+                       REM_ACCESS_ERR, that memory untouched
+  pd_isolation         two PDs in one application: a peer naming the rkey of
+                       the PD its QP is not in gets REM_ACCESS_ERR, a QP of
+                       the other PD posting from that region LOC_PROT_ERR;
+                       the region untouched, the PD busy while it holds it
   forged_descriptors   a raw client writes bad descriptors and a garbage index
                        straight into its ring: error completions, a QP-fatal
                        event, the daemon keeps serving
@@ -563,6 +569,27 @@ def case_foreign_rkey(args):
         code, out = victim.finish()
         check(code == 0, f'victim {code}: {out}')
         print(out, end='')
+        code, out = trespasser.finish()
+        check(code == 0, f'trespasser {code}: {out}')
+    with_pair(args, body)
+
+
+def case_pd_isolation(args):
+    def body(a, b):
+        # x's QP and its second PD's region: the peer, the trespasser, learns
+        # that region's key and address; then x tries it locally too.
+        x = App([args.helper, 'two_pds', sock(args, 'app-a')])
+        trespasser = App([args.helper, 'trespass', sock(args, 'app-b')])
+        connect(x, trespasser)
+        trespasser.send(x.read_line(r'^victim \d+ \d+ \d+$'))
+        line = trespasser.read_line(r'^trespass: ', timeout=20)
+        check(line == 'trespass: remote access error', line)
+        x.send('check')
+        code, out = x.finish()
+        print(out, end='')
+        check(code == 0 and 'victim: 65536 of 65536 bytes intact' in out and
+              'local: local protection error' in out and 'FAIL' not in out,
+              f'two_pds {code}: {out}')
         code, out = trespasser.finish()
         check(code == 0, f'trespasser {code}: {out}')
     with_pair(args, body)

@@ -4,7 +4,7 @@
 //   protocol_storm SOCKET PEER_IPV6 SEED ROUNDS
 //
 // It speaks softmrcd's application protocol itself (no libsoftmrc) and takes
-// ROUNDS steps chosen at random, mostly near-valid requests: regions,
+// ROUNDS steps chosen at random, mostly near-valid requests: PDs, regions,
 // channels, CQs and QPs created and destroyed in any order, QPs moved
 // through their states and back, file descriptors of the wrong kind or size
 // (an unsealed memfd, a pipe, two at once), ids of nothing or of another
@@ -207,8 +207,12 @@ class Conn {
 
 // What the storm holds of each thing it owns; release() lets go of our
 // side once the daemon has freed it (or the connection is gone).
+struct Pd {
+  void release() {}
+};
 struct Region {
   s::Mapping mem;  // when the script kept a mapping of it
+  uint32_t pd = 0;
   uint64_t va = 0, length = 0;
   void release() { s::unmap_shared(&mem); }
 };
@@ -226,6 +230,7 @@ struct Cq {
   void release() { s::unmap_shared(&mem); }
 };
 struct Qp {
+  uint32_t pd = 0;
   uint32_t send_cq = 0, recv_cq = 0;
   uint32_t state = SMRC_QPS_RESET;  // as the last modify or query left it
   s::Mapping mem;
@@ -285,6 +290,11 @@ class Storm {
   template <typename Map, typename InUse>
   void free_one(Map& own, s::MsgType type, uint32_t bystander, const std::string& what,
                 InUse in_use);
+  // A PD of ours, or (sometimes, and always without one) an id that is not:
+  // *good says which.
+  uint32_t pd_id(bool* good);
+  void alloc_pd();
+  void dealloc_pd();
   void reg_mr();
   void dereg_mr();
   void create_channel();
@@ -307,6 +317,7 @@ class Storm {
   uint8_t peer_gid_[16];
   const uint32_t bystander_qpn_, bystander_key_;
   uint32_t num_planes_ = 0, max_wr_ = 0;
+  std::map<uint32_t, Pd> pds_;
   std::map<uint32_t, Region> regions_;
   std::map<uint32_t, Channel> channels_;
   std::map<uint32_t, Cq> cqs_;
@@ -438,11 +449,35 @@ void Storm::forget() {
     for (auto& [id, v] : own) v.release();
     own.clear();
   };
+  release_all(pds_);
   release_all(regions_);
   release_all(channels_);
   release_all(cqs_);
   release_all(qps_);
   posted_.clear();
+}
+
+uint32_t Storm::pd_id(bool* good) {
+  if (!pds_.empty() && rng.chance(0.95)) return any_key(pds_);
+  *good = false;
+  return foreign_id(pds_, 0);
+}
+
+void Storm::alloc_pd() {
+  if (pds_.size() >= 4) return dealloc_pd();
+  s::Msg m{};
+  m.type = uint16_t(s::MsgType::kAllocPd);
+  const s::Msg r = call(m);
+  expect(true, false, r, "alloc_pd");
+  if (!pds_.emplace(r.u.id_rep.id, Pd{}).second) fail("alloc_pd: an id already in use");
+}
+
+void Storm::dealloc_pd() {
+  free_one(pds_, s::MsgType::kDeallocPd, 0, "dealloc_pd", [&](uint32_t id) {
+    return std::any_of(regions_.begin(), regions_.end(),
+                       [&](const auto& r) { return r.second.pd == id; }) ||
+           std::any_of(qps_.begin(), qps_.end(), [&](const auto& q) { return q.second.pd == id; });
+  });
 }
 
 void Storm::reg_mr() {
@@ -465,14 +500,17 @@ void Storm::reg_mr() {
   r.access = static_cast<uint32_t>(rng.below(8)) | (rng.chance(0.2) ? 1u << 20 : 0);
   const bool bad_access = rng.chance(0.05);
   if (bad_access) r.access |= 1u << (3 + rng.below(16));
+  bool good_pd = true;
+  r.pd = pd_id(&good_pd);
   const bool ok = given >= r.length && r.length != 0 && r.length <= s::kMaxMrBytes &&
-                  r.addr + r.length >= r.addr && !bad_access;
+                  r.addr + r.length >= r.addr && !bad_access && good_pd;
   const s::Msg rep = call(m, fds.fds);
   expect(ok, !ok, rep, "reg_mr", ENOMEM);
   if (rep.status != 0) return reg.release();
   try_holes(reg.mem);
   const uint32_t key = rep.u.reg_mr_rep.key;
   if (key == bystander_key_ || regions_.count(key)) fail("reg_mr: a key that is already in use");
+  reg.pd = r.pd;
   reg.va = r.addr;
   reg.length = r.length;
   regions_[key] = reg;
@@ -597,6 +635,7 @@ void Storm::create_qp() {
   r.send_ring_capacity = std::bit_ceil(std::max(r.max_send_wr, 2u)) << rng.below(2);
   r.recv_ring_capacity = std::bit_ceil(std::max(r.max_recv_wr, 2u)) << rng.below(2);
   r.sq_sig_all = rng.chance(0.2);
+  r.pd = pd_id(&good);
   switch (rng.below(12)) {
     case 0:
       r.max_send_wr = 0;
@@ -626,6 +665,7 @@ void Storm::create_qp() {
   if (qpn == bystander_qpn_ || qps_.count(qpn)) fail("create_qp: a QPN already in use");
   ever_qpns_.insert(qpn);
   scribbled_qpns_.erase(qpn);
+  q.pd = r.pd;
   q.send_cq = r.send_cq;
   q.recv_cq = r.recv_cq;
   q.sq.attach(q.mem.addr, r.send_ring_capacity);
@@ -762,7 +802,7 @@ void Storm::junk() {
     }
     case 5:
       m.type = uint16_t(rng.chance(0.5) ? s::MsgType::kRegMr : s::MsgType::kCreateCq);
-      m.u.reg_mr = {0x10000, 4096, 0};
+      m.u.reg_mr = {0x10000, 4096, 0, 0};
       m.u.create_cq.capacity = 64;
       return expect(false, true, call(m), "a request without its descriptor");
     default:
@@ -805,7 +845,8 @@ void Storm::post() {
         const Region& reg = regions_[w.lkey = any_key(regions_)];
         w.length = static_cast<uint32_t>(rng.below(std::min<uint64_t>(reg.length, 1 << 16) + 1));
         w.local_addr = reg.va + rng.below(reg.length - w.length + 1);
-        if (rng.chance(0.1)) {  // past the region's end
+        invalid |= reg.pd != q.pd && w.length > 0;  // another PD's region
+        if (rng.chance(0.1)) {                      // past the region's end
           w.local_addr = reg.va + reg.length - w.length + 1 + rng.below(4096);
           invalid |= w.length > 0;
         }
@@ -905,7 +946,7 @@ void Storm::run(uint64_t rounds) {
       {&Storm::create_qp, 8},       {&Storm::destroy_qp, 3},    {&Storm::modify_qp, 14},
       {&Storm::query_qp, 6},        {&Storm::query_profile, 3}, {&Storm::junk, 6},
       {&Storm::post, 14},           {&Storm::arm, 6},           {&Storm::drain, 10},
-      {&Storm::scribble, 1},
+      {&Storm::scribble, 1},        {&Storm::alloc_pd, 4},      {&Storm::dealloc_pd, 2},
   };
   uint32_t total = 0;
   for (const auto& s : kSteps) total += s.weight;

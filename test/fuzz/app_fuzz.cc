@@ -213,6 +213,7 @@ class Script {
     l->send.attach(send, kRingCapacity);
     l->recv.attach(recv, kRingCapacity);
     l->qp.owner = kApp;
+    l->qp.domain = kApp;
     l->qp.max_send_wr = kMaxSendWr;
     l->qp.send_cq = &cqs_[kSendCq]->cq;
     l->qp.recv_cq = &cqs_[kRecvCq]->cq;

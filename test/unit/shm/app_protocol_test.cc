@@ -105,17 +105,17 @@ TEST(AppMessage, CqAndQpSizesMustBePowersOfTwoWithinLimits) {
     EXPECT_EQ(validate(cq, true), EINVAL) << cap;
   }
   Msg qp = request(MsgType::kCreateQp);
-  qp.u.create_qp = CreateQpReq{1, 1, 16, 16, 8, 16, 0};  // send ring smaller than its queue
+  qp.u.create_qp = CreateQpReq{1, 1, 16, 16, 8, 16, 0, 1};  // send ring smaller than its queue
   EXPECT_EQ(validate(qp, true), EINVAL);
-  qp.u.create_qp = CreateQpReq{1, 1, 16, 16, 16, 8, 0};  // receive ring smaller than its queue
+  qp.u.create_qp = CreateQpReq{1, 1, 16, 16, 16, 8, 0, 1};  // receive ring smaller than its queue
   EXPECT_EQ(validate(qp, true), EINVAL);
-  qp.u.create_qp = CreateQpReq{1, 1, 16, 16, 16, 24, 0};  // not a power of two
+  qp.u.create_qp = CreateQpReq{1, 1, 16, 16, 16, 24, 0, 1};  // not a power of two
   EXPECT_EQ(validate(qp, true), EINVAL);
-  qp.u.create_qp = CreateQpReq{1, 1, 16, 0, 16, 1, 0};  // a ring has at least two entries
+  qp.u.create_qp = CreateQpReq{1, 1, 16, 0, 16, 1, 0, 1};  // a ring has at least two entries
   EXPECT_EQ(validate(qp, true), EINVAL);
-  qp.u.create_qp = CreateQpReq{1, 1, 16, 0, 16, 2, 0};
+  qp.u.create_qp = CreateQpReq{1, 1, 16, 0, 16, 2, 0, 1};
   EXPECT_EQ(validate(qp, true), 0);
-  qp.u.create_qp = CreateQpReq{1, 1, 16, 16, 16, 16, 0};
+  qp.u.create_qp = CreateQpReq{1, 1, 16, 16, 16, 16, 0, 1};
   EXPECT_EQ(validate(qp, true), 0);
   qp.u.create_qp.send_ring_capacity = 2 * kMaxQpWr;
   EXPECT_EQ(validate(qp, true), EINVAL);
