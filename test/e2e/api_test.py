@@ -554,23 +554,31 @@ def case_app_killed(args):
     with_pair(args, body)
 
 
+def trespassed(args, holder, qp_app):
+    """A trespasser on daemon b, the peer of qp_app's QP, writes where
+    holder's "victim" line says: it must get REM_ACCESS_ERR. Then holder
+    checks its region; what it printed."""
+    trespasser = App([args.helper, 'trespass', sock(args, 'app-b')])
+    connect(qp_app, trespasser)
+    trespasser.send(holder.read_line(r'^victim \d+ \d+ \d+$'))
+    line = trespasser.read_line(r'^trespass: ', timeout=20)
+    check(line == 'trespass: remote access error', line)
+    holder.send('check')
+    code, out = holder.finish()
+    print(out, end='')
+    check(code == 0 and 'FAIL' not in out, f'the region holder {code}: {out}')
+    code, tout = trespasser.finish()
+    check(code == 0, f'trespasser {code}: {tout}')
+    return out
+
+
 def case_foreign_rkey(args):
     def body(a, b):
         # y's QP and the victim's region are two applications of daemon a; the
         # trespasser, y's peer on b, learns the victim's key and address.
         victim = App([args.helper, 'victim', sock(args, 'app-a')])
         y = App([args.helper, 'sink', sock(args, 'app-a')])
-        trespasser = App([args.helper, 'trespass', sock(args, 'app-b')])
-        connect(y, trespasser)
-        trespasser.send(victim.read_line(r'^victim \d+ \d+ \d+$'))
-        line = trespasser.read_line(r'^trespass: ', timeout=20)
-        check(line == 'trespass: remote access error', line)
-        victim.send('check')
-        code, out = victim.finish()
-        check(code == 0, f'victim {code}: {out}')
-        print(out, end='')
-        code, out = trespasser.finish()
-        check(code == 0, f'trespasser {code}: {out}')
+        trespassed(args, victim, y)
     with_pair(args, body)
 
 
@@ -579,19 +587,9 @@ def case_pd_isolation(args):
         # x's QP and its second PD's region: the peer, the trespasser, learns
         # that region's key and address; then x tries it locally too.
         x = App([args.helper, 'two_pds', sock(args, 'app-a')])
-        trespasser = App([args.helper, 'trespass', sock(args, 'app-b')])
-        connect(x, trespasser)
-        trespasser.send(x.read_line(r'^victim \d+ \d+ \d+$'))
-        line = trespasser.read_line(r'^trespass: ', timeout=20)
-        check(line == 'trespass: remote access error', line)
-        x.send('check')
-        code, out = x.finish()
-        print(out, end='')
-        check(code == 0 and 'victim: 65536 of 65536 bytes intact' in out and
-              'local: local protection error' in out and 'FAIL' not in out,
-              f'two_pds {code}: {out}')
-        code, out = trespasser.finish()
-        check(code == 0, f'trespasser {code}: {out}')
+        out = trespassed(args, x, x)
+        check('victim: 65536 of 65536 bytes intact' in out and
+              'local: local protection error' in out, out)
     with_pair(args, body)
 
 
