@@ -830,15 +830,15 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
   refuse(rep, EINVAL, "unknown message type");
 }
 
-// The application is gone: its QPs first (nothing more is sent from or
-// placed into its memory once they and its regions left the engine, all in
-// one call on the lcore), then everything it shared is unmapped.
 uint32_t AppServer::new_domain() {
   while (next_domain_ == engine::kDefaultDomain || domains_.contains(next_domain_)) ++next_domain_;
   domains_.insert(next_domain_);
   return next_domain_++;
 }
 
+// The application is gone: its QPs first (nothing more is sent from or
+// placed into its memory once they and its regions left the engine, all in
+// one call on the lcore), then everything it shared is unmapped.
 void AppServer::drop(Client& c) {
   Listener& l = *c.l;
   if (!c.hello) {  // it could create nothing

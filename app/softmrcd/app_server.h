@@ -119,16 +119,16 @@ class AppServer : public ControlService {
   static void unshare(Memory* m);
   // Unmaps the retired regions of l's applications that nothing reads any more.
   void reap(Listener& l);
+  // A protection domain that no live PD has, never the default one (the
+  // traffic generator's); ends with release_domain().
+  uint32_t new_domain();
+  void release_domain(uint32_t domain) { domains_.erase(domain); }
 
   const Config* cfg_ = nullptr;
   ProfileResolver* profiles_ = nullptr;
   std::vector<Listener> listeners_;
   std::vector<std::unique_ptr<Client>> clients_;
   uint32_t next_owner_ = 1;
-  // A protection domain that no live PD has, never the default one (the
-  // traffic generator's); ends with release_domain().
-  uint32_t new_domain();
-  void release_domain(uint32_t domain) { domains_.erase(domain); }
   uint32_t next_domain_ = 1;
   std::set<uint32_t> domains_;  // every live PD's
   size_t channel_budget_ = 0;   // what the descriptor limit leaves all clients' channels
