@@ -327,6 +327,12 @@ bool Session::exchange(std::string* err) {
     }
     return m.ok() && m.at_end();
   };
+  // The peer's --timeout-ms paces our keep-alives: out of range, it is refused.
+  const auto timeout_problem = [&]() -> std::string {
+    if (peer_.timeout_ms >= 1 && peer_.timeout_ms <= kMaxTimeoutMs) return "";
+    return "--timeout-ms " + std::to_string(peer_.timeout_ms) + " is not in 1.." +
+           std::to_string(kMaxTimeoutMs);
+  };
   const int timeout = static_cast<int>(opt_.timeout_ms);
   if (client()) {
     if (!oob_.connect(opt_.server, opt_.port, timeout, err)) return false;
@@ -346,6 +352,10 @@ bool Session::exchange(std::string* err) {
     }
     if (echo.test != p_.test || !get_side(reply)) {
       *err = "the server's answer does not parse";
+      return false;
+    }
+    if (std::string why = timeout_problem(); !why.empty()) {
+      *err = "the server's answer: " + why;
       return false;
     }
     return true;
@@ -375,9 +385,7 @@ bool Session::exchange(std::string* err) {
                   test_name(wanted.test));
   p_ = wanted;
   if (!get_side(hello)) return refuse("the client's addresses do not parse");
-  if (peer_.timeout_ms < 1 || peer_.timeout_ms > kMaxTimeoutMs)
-    return refuse("--timeout-ms " + std::to_string(peer_.timeout_ms) + " is not in 1.." +
-                  std::to_string(kMaxTimeoutMs));
+  if (std::string why = timeout_problem(); !why.empty()) return refuse(why);
   if (std::string why; !open(&why)) return refuse(why);
   Message reply;
   put_params(reply);

@@ -31,6 +31,9 @@ and a client on daemon b. One --case per test:
              with the documented message
   modes      spin mode (no -e), the progress bar on standard error beside
              a clean table, write_lat --json and write_bw --json fields
+  forged_answer  a server that is not smrc-perf: a --timeout-ms of 0 in its
+             answer, a refusal with control characters and 400 bytes of
+             reason, junk; the client refuses each with its message
   forged_hello  a raw client's hellos, each with one field out of the
              command line's bounds (a window under --signal-every too), or
              asking more QPs than the daemon has: the server refuses each,
@@ -63,7 +66,7 @@ QP = {'timeout': 14}
 
 
 CASES = ['bw_sizes', 'bw_64_qps', 'lat', 'errors', 'extbuf', 'fabric', 'fabric_srv6', 'window',
-         'timeout', 'modes', 'forged_hello']
+         'timeout', 'modes', 'forged_hello', 'forged_answer']
 # How every run waits unless a case says otherwise.
 QUIET_EVENTS = ('--no-progress', '-e')
 
@@ -342,6 +345,55 @@ def case_forged_hello(args):
             check(reason is not None and reason.startswith(message),
                   f'{fields}: the client read {reason!r}, want {message!r}')
         print('17 forged hellos refused, each reason told to the client')
+    with_daemons(args, body)
+
+
+def answer_forged(args, answer):
+    """A client on daemon b meets a server that is not smrc-perf: it reads
+    the client's hello and sends answer(hello) back. The client's exit
+    status and standard error."""
+    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(('::1', port(args)))
+        listener.listen(1)
+        listener.settimeout(30)
+        client = subprocess.Popen(perf(args, 'write_bw', 'b'), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(30)
+                data = b''
+                while len(data) < 4 or len(data) < 4 + struct.unpack_from('<I', data)[0]:
+                    chunk = conn.recv(65536)
+                    check(chunk, 'the client closed before its hello')
+                    data += chunk
+                reply = answer(data[4:])
+                conn.sendall(struct.pack('<I', len(reply)) + reply)
+                _, err = client.communicate(timeout=30)
+        finally:
+            client.kill()
+    return client.returncode, err
+
+
+def case_forged_answer(args):
+    """A client trusts nothing in a server's answer: a --timeout-ms out of
+    range (which would pace its keep-alives) is refused, and a refusal's
+    reason is shown bounded and printable."""
+    def refusal(reason):
+        return lambda hello: hello[:8] + struct.pack('<BH', 0, len(reason)) + reason
+
+    def body(a, b):
+        timeout_at = 50 + 16 + 4 + 8  # parameters, GID, rkey, receive address
+        for answer, message in (
+                (lambda hello: hello[:timeout_at] + struct.pack('<I', 0) + hello[timeout_at + 4:],
+                 "the server's answer: --timeout-ms 0 is not in 1..3600000"),
+                (refusal(b'no\x07\x1b[2J' + b'x' * 400), 'the server refused: no??[2J' + 'x' * 293),
+                (lambda hello: b'junk', "the server's answer is not smrc-perf's")):
+            code, err = answer_forged(args, answer)
+            check(code == 1 and message in err and 'x' * 294 not in err,
+                  f'exit {code}, want 1 with {message!r}: {err}')
+        print('3 forged answers refused by the client')
     with_daemons(args, body)
 
 
