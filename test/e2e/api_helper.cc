@@ -822,29 +822,37 @@ bool exchange(Basic& b, uint32_t* qpn, uint32_t* rkey, uint64_t* addr, smrc_gid*
   return true;
 }
 
-// A retry budget of about half a second: no case waits for a streaming QP
-// to fail, and a daemon lcore descheduled for tens of ms must not fail it.
-constexpr uint8_t kStreamTimeout = 14;
-constexpr uint8_t kStreamRetryExp = 4;
+// A retry budget of about half a second: no case waits for a linked QP to
+// fail, and a daemon lcore descheduled for tens of ms must not fail it.
+constexpr uint8_t kLinkTimeout = 14;
+constexpr uint8_t kLinkRetryExp = 4;
 
-// One end of a stream: a line exchanged, its QP connected to the peer's
-// (rts false: left in RTR, receiving only, as verbs allows), "ready"
-// printed. 0, or the exit status of what failed.
-struct StreamEnd {
+// This program's end of a connection to its peer program (api_test.py
+// crosses their exchange lines): setup() with `send_wr` and `mr_bytes`, a
+// line exchanged, its QP connected to the peer's (rts false: left in RTR,
+// receiving only, as verbs allows). 0, or the exit status of what failed:
+// 2 the setup, 3 the exchange or the connection.
+struct PeerLink {
   Basic b;
   uint32_t qpn = 0, rkey = 0;
   uint64_t addr = 0;
   smrc_gid gid{};
 };
 
-int open_stream_end(const char* sock, StreamEnd* s, bool rts, uint64_t ev_profile = 0,
-                    uint64_t cc_profile = 0) {
-  if (!setup(sock, &s->b, 64)) return 2;
-  if (!exchange(s->b, &s->qpn, &s->rkey, &s->addr, &s->gid)) return 3;
+int link_to_peer(const char* sock, PeerLink* p, uint32_t send_wr = 16, size_t mr_bytes = 1 << 20,
+                 bool rts = true, uint64_t ev_profile = 0, uint64_t cc_profile = 0) {
+  if (!setup(sock, &p->b, send_wr, mr_bytes)) return 2;
+  if (!exchange(p->b, &p->qpn, &p->rkey, &p->addr, &p->gid)) return 3;
   const int e =
-      rts ? to_rts(s->b.qp, s->gid, s->qpn, kStreamTimeout, kStreamRetryExp, ev_profile, cc_profile)
-          : to_rtr(s->b.qp, s->gid, s->qpn, ev_profile, cc_profile);
-  if (e != 0) return 3;
+      rts ? to_rts(p->b.qp, p->gid, p->qpn, kLinkTimeout, kLinkRetryExp, ev_profile, cc_profile)
+          : to_rtr(p->b.qp, p->gid, p->qpn, ev_profile, cc_profile);
+  return e == 0 ? 0 : 3;
+}
+
+// One end of a stream: linked with a send queue of 64, then "ready" printed.
+int open_stream_end(const char* sock, PeerLink* s, bool rts, uint64_t ev_profile = 0,
+                    uint64_t cc_profile = 0) {
+  if (int e = link_to_peer(sock, s, 64, 1 << 20, rts, ev_profile, cc_profile)) return e;
   std::printf("ready\n");
   std::fflush(stdout);
   return 0;
@@ -852,7 +860,7 @@ int open_stream_end(const char* sock, StreamEnd* s, bool rts, uint64_t ev_profil
 
 // A receiver of stream(): says what befalls its QP, until killed.
 int sink(const char* sock, bool rts) {
-  StreamEnd s;
+  PeerLink s;
   if (int e = open_stream_end(sock, &s, rts)) return e;
   for (;;) {
     smrc_async_event ev;
@@ -867,7 +875,7 @@ int sink(const char* sock, bool rts) {
 // outstanding must complete with SMRC_WC_WR_FLUSH_ERR, then ENOTCONN.
 int stream(const char* sock, bool until_flush = false, uint64_t ev_profile = 0,
            uint64_t cc_profile = 0) {
-  StreamEnd s;
+  PeerLink s;
   if (int e = open_stream_end(sock, &s, true, ev_profile, cc_profile)) return e;
   Basic& b = s.b;
   smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), 65536, b.mr->lkey};
@@ -933,12 +941,9 @@ int victim(const char* sock) {
 }
 
 int trespass(const char* sock) {
-  Basic b;
-  if (!setup(sock, &b)) return 2;
-  uint32_t qpn, rkey;
-  uint64_t addr;
-  smrc_gid gid;
-  if (!exchange(b, &qpn, &rkey, &addr, &gid) || to_rts(b.qp, gid, qpn, 14, 4) != 0) return 3;
+  PeerLink p;
+  if (int e = link_to_peer(sock, &p)) return e;
+  Basic& b = p.b;
   char word[16];
   uint32_t victim_rkey;
   uint64_t victim_addr;
@@ -964,8 +969,9 @@ int trespass(const char* sock) {
 // Write whose SGE is that region: "local: <status>". Exit 0 if the region
 // is intact and the Write failed with LOC_PROT_ERR.
 int two_pds(const char* sock) {
-  Basic b;
-  if (!setup(sock, &b)) return 2;
+  PeerLink p;
+  if (int e = link_to_peer(sock, &p)) return e;
+  Basic& b = p.b;
   smrc_pd* other = smrc_alloc_pd(b.ctx);
   smrc_mr* mr =
       other ? smrc_alloc_mr(other, 65536, SMRC_ACCESS_LOCAL_WRITE | SMRC_ACCESS_REMOTE_WRITE)
@@ -974,9 +980,6 @@ int two_pds(const char* sock) {
   ia.send_cq = ia.recv_cq = b.cq;
   ia.cap.max_send_wr = 4;
   smrc_qp* local = smrc_create_qp(b.pd, &ia);
-  uint32_t qpn, rkey;
-  uint64_t addr;
-  smrc_gid gid;
   const auto done = [&](int status) {
     if (local) smrc_destroy_qp(local);
     if (mr) smrc_free_mr(mr);
@@ -984,7 +987,6 @@ int two_pds(const char* sock) {
     return status;
   };
   if (!mr || !local) return done(2);
-  if (!exchange(b, &qpn, &rkey, &addr, &gid) || to_rts(b.qp, gid, qpn, 14, 4) != 0) return done(3);
   auto* mem = static_cast<uint8_t*>(mr->addr);
   std::memset(mem, 0x5a, mr->length);
   std::printf("victim %u %" PRIu64 " %zu\n", mr->rkey,
@@ -996,9 +998,9 @@ int two_pds(const char* sock) {
       static_cast<size_t>(std::count(mem, mem + mr->length, static_cast<uint8_t>(0x5a)));
   std::printf("victim: %zu of %zu bytes intact\n", intact, mr->length);
   // Where the Write would go does not matter: it is refused before it leaves.
-  if (to_rts(local, gid, qpn + 1) != 0) return done(4);
+  if (to_rts(local, p.gid, p.qpn + 1) != 0) return done(4);
   smrc_sge sge{reinterpret_cast<uintptr_t>(mem), 64, mr->lkey};
-  smrc_send_wr wr = signaled_write(&sge, addr, rkey);
+  smrc_send_wr wr = signaled_write(&sge, p.addr, p.rkey);
   smrc_wc wc;
   if (smrc_post_send(local, &wr, nullptr) != 0 || poll_one(b.cq, &wc, 10000) != 1) return done(5);
   std::printf("local: %s\n", smrc_wc_status_str(static_cast<smrc_wc_status>(wc.status)));
@@ -1019,14 +1021,11 @@ int recv_behind_sends(const char* sock, bool deep) {
   constexpr uint32_t kWrites = 8;
   constexpr uint32_t kBytes = 16u << 20;
   constexpr uint32_t kImm = 0x5eed;
-  Basic b;
-  if (!setup(sock, &b, 4, kBytes)) return 2;
-  uint32_t qpn, rkey;
-  uint64_t addr;
-  smrc_gid gid;
-  if (!exchange(b, &qpn, &rkey, &addr, &gid) || to_rts(b.qp, gid, qpn, 14, 4) != 0) return 3;
+  PeerLink p;
+  if (int e = link_to_peer(sock, &p, 4, kBytes)) return e;
+  Basic& b = p.b;
   smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), deep ? kBytes : 64, b.mr->lkey};
-  smrc_send_wr wr = signaled_write(&sge, addr, rkey);
+  smrc_send_wr wr = signaled_write(&sge, p.addr, p.rkey);
   smrc_wc wc;
   if (!deep) {
     char line[16];
@@ -1091,12 +1090,9 @@ int recv_behind_sends(const char* sock, bool deep) {
 int free_in_flight(const char* sock, bool writer) {
   constexpr uint32_t kBytes = 32u << 20;
   const auto pattern = [](uint32_t i) { return static_cast<uint8_t>(i * 7 + 1); };
-  Basic b;
-  if (!setup(sock, &b, 1, kBytes)) return 2;
-  uint32_t qpn, rkey;
-  uint64_t addr;
-  smrc_gid gid;
-  if (!exchange(b, &qpn, &rkey, &addr, &gid) || to_rts(b.qp, gid, qpn, 14, 4) != 0) return 3;
+  PeerLink p;
+  if (int e = link_to_peer(sock, &p, 1, kBytes)) return e;
+  Basic& b = p.b;
   auto* buf = static_cast<uint8_t*>(b.mr->addr);
   if (!writer) {
     char line[16];
@@ -1114,7 +1110,7 @@ int free_in_flight(const char* sock, bool writer) {
   smrc_send_wr wr[3]{};
   smrc_sge* sges[3] = {&big, &stale, &small};
   for (int i = 0; i < 3; ++i) {
-    wr[i] = signaled_write(sges[i], addr, rkey);
+    wr[i] = signaled_write(sges[i], p.addr, p.rkey);
     wr[i].wr_id = i + 1;
   }
   wr[0].next = &wr[1];  // the send ring holds 2
