@@ -198,6 +198,13 @@ class Daemon:
     def output(self):
         return '\n'.join(self.lines)
 
+    def quit(self):
+        """Types 'quit' at the prompt (-i, standard input a pipe) and waits
+        for the exit; its status."""
+        self.proc.stdin.write(b'quit\n')
+        self.proc.stdin.flush()
+        return self.wait()
+
     def signal_when(self, ready, sig=signal.SIGTERM):
         """Sends `sig` once ready() returned, and waits for the exit; the exit
         status and the output. The process never outlives the call."""
@@ -978,9 +985,7 @@ def case_nothing_verified(args):
 
     d = Daemon(args, 'nothing_started', cfg, stdin=subprocess.PIPE).start(['-i'])
     try:
-        d.proc.stdin.write(b'quit\n')
-        d.proc.stdin.flush()
-        code = d.wait()
+        code = d.quit()
     finally:
         d.kill()
     out = d.output()
@@ -1152,9 +1157,7 @@ def case_interactive(args):
         row = show('planes', 'a/0', r'\brx_packets=')
         check(field(row, 'rx_packets') == '0', f'not cleared: {row}', d.output())
         send('frobnicate', r'Command not found')
-        d.proc.stdin.write(b'quit\n')
-        d.proc.stdin.flush()
-        code = d.wait()
+        code = d.quit()
     finally:
         d.kill()
     out = d.output()
