@@ -422,21 +422,26 @@ TEST(TwoEndpoints, WriteOutsideTheRemoteRegionFailsTheRequestWithRemoteAccessErr
   EXPECT_EQ(h.b().mem.size(), before.size());
 }
 
-// softmrcd gives each application a protection domain: a peer that names
-// another application's key, address and length exactly is still refused.
+// Registers `mem` on side s at kForeignVa in a protection domain that no
+// QP of the harness is in (softmrcd: another application PD's region).
+constexpr uint64_t kForeignVa = 0x70000000;
+void register_foreign(Side& s, std::vector<uint8_t>* mem, uint32_t access, uint32_t* key) {
+  constexpr uint32_t kForeignDomain = 9;
+  ASSERT_TRUE(s.ep.register_region(
+                      Region{kForeignVa, mem->size(), mem->data(), access, kForeignDomain}, key)
+                  .ok());
+}
+
+// softmrcd gives each application PD a protection domain: a peer that names
+// the key, address and length of a region in another exactly is still refused.
 TEST(TwoEndpoints, WriteToARegionOfAnotherDomainFailsWithRemoteAccessErrorAndLeavesItAlone) {
   Harness h(quiet_config());
   std::vector<uint8_t> other(8192, 0x5a);
-  const uint64_t other_va = 0x70000000;
   uint32_t other_key = 0;
-  ASSERT_TRUE(h.b()
-                  .ep
-                  .register_region(Region{other_va, other.size(), other.data(),
-                                          kAccessLocalWrite | kAccessRemoteWrite, 9},
-                                   &other_key)
-                  .ok());
+  ASSERT_NO_FATAL_FAILURE(
+      register_foreign(h.b(), &other, kAccessLocalWrite | kAccessRemoteWrite, &other_key));
   WriteRequest wr = a_to_b(h, 4096);
-  wr.remote_addr = other_va;
+  wr.remote_addr = kForeignVa;
   wr.rkey = other_key;
   ASSERT_TRUE(h.a().ep.post_write(h.a().qpn, wr).ok());
   ASSERT_TRUE(h.run([&] { return !h.completions(0).empty(); }, 10'000'000));
@@ -448,15 +453,10 @@ TEST(TwoEndpoints, WriteToARegionOfAnotherDomainFailsWithRemoteAccessErrorAndLea
 TEST(TwoEndpoints, AQpSendsOnlyFromRegionsOfItsOwnDomain) {
   Harness h(quiet_config());
   std::vector<uint8_t> other(4096, 0x5a);
-  const uint64_t other_va = 0x70000000;
   uint32_t foreign = 0;
-  ASSERT_TRUE(h.a()
-                  .ep
-                  .register_region(
-                      Region{other_va, other.size(), other.data(), kAccessLocalWrite, 9}, &foreign)
-                  .ok());
+  ASSERT_NO_FATAL_FAILURE(register_foreign(h.a(), &other, kAccessLocalWrite, &foreign));
   WriteRequest wr = a_to_b(h, 4096);
-  wr.local_addr = other_va;
+  wr.local_addr = kForeignVa;
   wr.lkey = foreign;
   EXPECT_FALSE(h.a().ep.post_write(h.a().qpn, wr).ok());
   EXPECT_TRUE(h.a().ep.post_write(h.a().qpn, a_to_b(h, 4096)).ok());
