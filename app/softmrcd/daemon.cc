@@ -391,9 +391,13 @@ void Daemon::control_step(uint64_t now) {
       break;
     }
     case Phase::kDrain: {
+      // Only snapshots taken after an lcore saw the stop count: an older one
+      // shows neither the flows' ends it owes nor, just after the flows
+      // started, the messages in flight.
       bool idle = true;
       for (const EndpointSnapshot& s : snaps)
-        idle = idle && s.txgen.in_flight == 0 && s.txgen.ends_owed == 0 && s.app_outstanding == 0;
+        idle = idle && s.stopping && s.txgen.in_flight == 0 && s.txgen.ends_owed == 0 &&
+               s.app_outstanding == 0;
       if (idle || now >= phase_deadline_ns_) {
         phase_deadline_ns_ = now + kFlushTimeoutNs;
         phase_.store(Phase::kFlush, std::memory_order_release);

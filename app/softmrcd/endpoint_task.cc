@@ -335,9 +335,11 @@ void EndpointTask::on_phase(Phase phase, uint64_t now) {
     if (app_) app_flushed_qps_ = app_->flush(ep_, now);
     drain_engine(now);
     txgen_.finish_checks();
-    publish(now);
-    flushed_.store(true, std::memory_order_release);
   }
+  // What the change did is in the snapshot at once: the control thread
+  // judges the drain, and writes the summary, by it.
+  publish(now);
+  if (phase == Phase::kFlush) flushed_.store(true, std::memory_order_release);
 }
 
 void EndpointTask::run_commands(uint64_t now) {
@@ -535,6 +537,7 @@ uint32_t EndpointTask::transmit(uint64_t now) {
 void EndpointTask::publish(uint64_t now) {
   EndpointSnapshot& s = snapshot_.back();
   s.at_ns = now;
+  s.stopping = seen_phase_ != Phase::kRun;
   for (size_t p = 0; p < planes_.size(); ++p) {
     s.plane_state[p] = planes_[p].state;
     s.planes[p] = planes_[p].counters;

@@ -116,6 +116,7 @@ struct EndpointSnapshot {
   engine::EndpointCounters engine;
   TxgenCounters txgen;
   bool txgen_finished = false;   // every flow leaving here reached its limit
+  bool stopping = false;         // taken after the lcore saw the stop (flows' ends owed counted)
   uint64_t app_outstanding = 0;  // application sends posted to the engine, not completed
   uint32_t app_flushed_qps = 0;  // application QPs the shutdown moved to ERROR
   uint32_t num_qps = 0;

@@ -13,6 +13,8 @@
   interactive                  the prompt, fed on stdin: every command 'help' lists
   sigterm                      SIGTERM mid-transfer: in-flight work completes
   sigterm_flush                the same with no drain time: it is flushed
+  sigterm_stale_snapshot       SIGTERM before any snapshot shows the transfer:
+                               in-flight work still completes
   sigint                       SIGINT mid-transfer, as SIGTERM
   vhost_lsc                    net_vhost ports raise link-status interrupts:
                                plane 1's vhost-user wire killed mid-transfer
@@ -792,13 +794,22 @@ def case_telemetry(args):
         d.kill()
 
 
-def case_sigterm(args, drain_ms=2000, sig=signal.SIGTERM):
+def case_sigterm(args, drain_ms=2000, sig=signal.SIGTERM, name=None, snapshot_ms=None):
     cfg = two_endpoints(shutdown={'drain_ms': drain_ms})
     cfg['traffic'][0]['duration_ms'] = 0
-    name = {signal.SIGINT: 'sigint'}.get(sig, 'sigterm' if drain_ms else 'sigterm_flush')
-    d = Daemon(args, name, cfg).start()
-    # Mid-transfer: messages are being verified.
-    code, out = d.signal_when(lambda: d.read_until(r'txgen verified \d+ \(\+[1-9]\d*\)'), sig)
+    name = name or {signal.SIGINT: 'sigint'}.get(sig, 'sigterm' if drain_ms else 'sigterm_flush')
+    if snapshot_ms is None:
+        d = Daemon(args, name, cfg).start()
+        # Mid-transfer: messages are being verified.
+        ready = lambda: d.read_until(r'txgen verified \d+ \(\+[1-9]\d*\)')
+    else:
+        # Snapshots so rare that the last one before the signal is setup's,
+        # taken before any message: the log cannot show the transfer, so
+        # the signal comes a moment after setup.
+        cfg['stats']['snapshot_ms'] = snapshot_ms
+        d = Daemon(args, name, cfg).start()
+        ready = lambda: (d.read_until(r'softmrcd: control socket'), time.sleep(0.5))
+    code, out = d.signal_when(ready, sig)
     check(code == 0, f'exit status {code}', out)
     check(f'stopping ({sig.name})' in out, 'no stopping line', out)
     m = re.search(rf'stopped \({sig.name}\) at t=[\d.]+s: (\d+) messages were in flight, (\d+) '
@@ -823,6 +834,13 @@ def case_sigterm(args, drain_ms=2000, sig=signal.SIGTERM):
 
 def case_sigterm_flush(args):
     case_sigterm(args, drain_ms=0)
+
+
+def case_sigterm_stale_snapshot(args):
+    """SIGTERM while the last snapshot is older than the transfer: the drain
+    waits for one taken after the lcores saw the stop, so in-flight work
+    still completes."""
+    case_sigterm(args, name='sigterm_stale_snapshot', snapshot_ms=60000)
 
 
 def case_sigint(args):
