@@ -847,10 +847,10 @@ void AppServer::drop(Client& c) {
     return;
   }
   AppStage& stage = *l.stage;
-  c.l->task->call([&](EndpointTask& t, uint64_t) {
+  c.l->task->call([&](EndpointTask& t, uint64_t now) {
     for (auto& [qpn, q] : c.qps) {
       stage.remove_qp(qpn);
-      (void)t.engine().abort_qp(qpn);  // its peer hears of it at once
+      (void)t.engine().abort_qp(qpn, now);  // its peer hears of it at once
     }
     for (auto& [id, cq] : c.cqs) stage.remove_cq(cq.cq.get());
     for (auto& [key, r] : c.regions) {

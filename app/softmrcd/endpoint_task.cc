@@ -433,11 +433,14 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {
   ++c.rx_packets;
   c.rx_bytes += len;
   if (checked.ipv4_checksum == wire::PortVerdict::kGood) ++c.rx_ipv4_checksum_by_port;
-  const bool connectionless_probe =
-      view_.t.opcode == wire::Opcode::kProbeRequest && (view_.t.dest_qpn & wire::kQpnMask) == 0;
-  const uint32_t src_peer = connectionless_probe
-                                ? framer_.peer_of(view_, static_cast<uint8_t>(plane))
-                                : engine::kUnknownPeer;
+  // The sender is looked up (a scan of the peers) only where it matters: a
+  // connectionless probe's reply has no QP to take the peer from, and a
+  // QP_GONE must come from the QP's own peer.
+  const bool sender_matters =
+      (view_.t.opcode == wire::Opcode::kProbeRequest && (view_.t.dest_qpn & wire::kQpnMask) == 0) ||
+      (view_.t.opcode == wire::Opcode::kNack && view_.t.fb.code == wire::NackCode::kQpGone);
+  const uint32_t src_peer =
+      sender_matters ? framer_.peer_of(view_, static_cast<uint8_t>(plane)) : engine::kUnknownPeer;
   ep_.on_packet(view_, static_cast<uint8_t>(plane), now, src_peer);
 }
 

@@ -32,6 +32,7 @@ Status Endpoint::init(const EndpointConfig& cfg) {
   ready_.init(cfg.max_qps);
   queued_.assign(cfg.max_qps, false);
   timers_.init(cfg.max_qps);
+  gone_.assign(cfg.max_qps, GoneNotice{});
   ctrl_.init(cfg.ctrl_queue_packets);
   events_.init(cfg.event_queue);
   const uint64_t cq = cfg.completion_queue != 0
@@ -55,9 +56,20 @@ const Qp* Endpoint::qp(uint32_t qpn) const {
 }
 
 Status Endpoint::create_qp(uint32_t* qpn, uint32_t domain) {
-  const auto it = std::find(in_use_.begin(), in_use_.end(), false);
-  if (it == in_use_.end()) return Status::error("create_qp: no free QP");
-  const auto index = static_cast<uint32_t>(it - in_use_.begin());
+  // The first free QPN, but one whose aborted QP still sends notices only
+  // if no other is free: taking it ends them.
+  uint32_t index = UINT32_MAX;
+  for (uint32_t i = 0; i < in_use_.size(); ++i) {
+    if (in_use_[i]) continue;
+    if (!gone_[i].resends_left) {
+      index = i;
+      break;
+    }
+    if (index == UINT32_MAX) index = i;
+  }
+  if (index == UINT32_MAX) return Status::error("create_qp: no free QP");
+  gone_[index] = GoneNotice{};
+  timers_.set(index, kNever);
   in_use_[index] = true;
   *qpn = index + 1;  // QPN 0 is the connectionless probe target
   qps_[index].init(*qpn, domain, cfg_.qp, cfg_.tuning);
@@ -87,29 +99,53 @@ Status Endpoint::destroy_qp(uint32_t qpn) {
   return {};
 }
 
-Status Endpoint::abort_qp(uint32_t qpn) {
+Status Endpoint::abort_qp(uint32_t qpn, TimeNs now) {
   const Qp* q = find(qpn);
   if (q == nullptr) return Status::error("abort_qp: unknown QPN");
-  if (q->state() == QpState::kRtr || q->state() == QpState::kRts) {
-    for (uint8_t plane = 0; plane < cfg_.num_planes; ++plane) {
-      if (!plane_up(plane)) continue;
-      // Not the QP's own packet: it goes on the default path, so that it
-      // outlives the QP and its EV set.
-      TxPacket* out = queue_connectionless(q->attr().peer, plane, &kDefaultEv, wire::Opcode::kNack,
-                                           q->attr().dest_qpn);
-      if (out == nullptr) {
-        ++counters_.ctrl_dropped;
-        continue;
-      }
-      wire::Feedback& fb = out->t.fb;
-      fb.cum_psn = fb.ref_psn = q->epsn();  // checked by a peer that sends
-      fb.sack_base = q->snd_nxt();          // by one that only receives (RTR)
-      fb.window_mpr = q->attr().mpr_dest;
-      fb.code = wire::NackCode::kQpGone;
-      ++counters_.qp_gone_tx;
+  const bool connected = q->state() == QpState::kRtr || q->state() == QpState::kRts;
+  const GoneNotice notice{.peer = q->attr().peer,
+                          .dest_qpn = q->attr().dest_qpn,
+                          .epsn = q->epsn(),
+                          .snd_nxt = q->snd_nxt(),
+                          .mpr_dest = q->attr().mpr_dest,
+                          .resends_left = kGoneNoticeResends,
+                          .interval = ack_timeout_ns(q->attr().timeout)};
+  const Status st = destroy_qp(qpn);
+  if (!connected) return st;
+  gone_[qpn - 1] = notice;
+  send_gone_notice(qpn);
+  timers_.set(qpn - 1, now + notice.interval);
+  return st;
+}
+
+void Endpoint::send_gone_notice(uint32_t qpn) {
+  const GoneNotice& g = gone_[qpn - 1];
+  for (uint8_t plane = 0; plane < cfg_.num_planes; ++plane) {
+    if (!plane_up(plane)) continue;
+    // Not a QP's own packet: it goes on the default path, as the QP and its
+    // EV set are gone.
+    TxPacket* out =
+        queue_connectionless(g.peer, plane, &kDefaultEv, wire::Opcode::kNack, g.dest_qpn);
+    if (out == nullptr) {
+      ++counters_.ctrl_dropped;
+      continue;
     }
+    wire::Feedback& fb = out->t.fb;
+    fb.cum_psn = fb.ref_psn = g.epsn;
+    fb.sack_base = g.snd_nxt;
+    fb.echo_tag = qpn;  // names the QP that is gone
+    fb.window_mpr = g.mpr_dest;
+    fb.code = wire::NackCode::kQpGone;
+    ++counters_.qp_gone_tx;
   }
-  return destroy_qp(qpn);
+}
+
+void Endpoint::on_gone_notice_timer(uint32_t qpn, TimeNs now) {
+  GoneNotice& g = gone_[qpn - 1];
+  send_gone_notice(qpn);
+  --g.resends_left;
+  g.interval *= 2;
+  timers_.set(qpn - 1, g.resends_left ? now + g.interval : kNever);
 }
 
 void Endpoint::make_ready(uint32_t qpn) {
@@ -214,7 +250,7 @@ void Endpoint::on_packet(const wire::PacketView& pkt, uint8_t plane, TimeNs now,
   if (wire::is_data(op))
     q->on_data(pkt, plane, now, s);
   else if (wire::is_feedback(op))
-    q->on_feedback(pkt, now, s);
+    q->on_feedback(pkt, src_peer, now, s);
   else if (op == wire::Opcode::kProbeReply)
     q->on_probe_reply(pkt, now, s);
   else if (op == wire::Opcode::kPortStatus)
@@ -307,6 +343,10 @@ size_t Endpoint::poll_tx(TxPacket* out, size_t max, TimeNs now) {
   // Due timers make their QPs ready; they are re-armed once polled below.
   while (timers_.top_time() <= now) {
     const uint32_t qpn = timers_.top_key() + 1;
+    if (!in_use_[qpn - 1]) {
+      on_gone_notice_timer(qpn, now);
+      continue;
+    }
     qps_[qpn - 1].on_timers(now, s);
     timers_.set(qpn - 1, kNever);
     make_ready(qpn);

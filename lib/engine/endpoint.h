@@ -24,8 +24,6 @@
 
 namespace softmrc::engine {
 
-inline constexpr uint32_t kUnknownPeer = UINT32_MAX;
-
 struct EndpointConfig {
   uint8_t num_planes = 1;
   uint32_t max_qps = 64;
@@ -39,6 +37,9 @@ struct EndpointConfig {
 
 // What poll_tx sends per QP before moving to the next, for fairness.
 inline constexpr uint32_t kQpTxBurst = 16;
+// QP_GONE notices an aborted QP sends after its first: at the default ACK
+// timeout (262 us) the last goes 67 ms after the abort.
+inline constexpr uint8_t kGoneNoticeResends = 8;
 
 class Endpoint {
  public:
@@ -48,10 +49,13 @@ class Endpoint {
   Status create_qp(uint32_t* qpn, uint32_t domain = kDefaultDomain);
   Status destroy_qp(uint32_t qpn);
   // destroy_qp for a QP whose owner is gone (softmrcd: its application
-  // exited): a connected QP first tells its peer with a QP_GONE NACK on
-  // every up plane, so that the peer fails at once instead of retrying
-  // into a timeout (or, as a receiver, never hearing of it).
-  Status abort_qp(uint32_t qpn);
+  // exited): a connected QP tells its peer with a QP_GONE NACK on every up
+  // plane, so that the peer fails at once instead of retrying into a
+  // timeout (or, as a receiver, never hearing of it). In case every copy
+  // is lost, the notice goes out kGoneNoticeResends more times, after the
+  // QP's ACK timeout and then doubling intervals; create_qp takes its QPN
+  // only when no other is free, which ends the notices.
+  Status abort_qp(uint32_t qpn, TimeNs now);
   Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask, TimeNs now);
   Status query_qp(uint32_t qpn, QpState* state, QpAttr* attr) const;
   // RESET -> INIT -> RTR -> RTS in one call, each step taking its own fields
@@ -112,6 +116,9 @@ class Endpoint {
   // destination QPN; nullptr when the control queue is full.
   TxPacket* queue_connectionless(uint32_t peer, uint8_t plane, const wire::WireEv* ev,
                                  wire::Opcode op, uint32_t dest_qpn);
+  // The QP_GONE NACKs of aborted QP `qpn`, one per up plane.
+  void send_gone_notice(uint32_t qpn);
+  void on_gone_notice_timer(uint32_t qpn, TimeNs now);
 
   EndpointConfig cfg_{};
   MemoryTable mem_;
@@ -124,6 +131,18 @@ class Endpoint {
   Ring<uint32_t> ready_;
   std::vector<bool> queued_;  // in ready_
   TimerHeap timers_;          // key: QPN - 1
+  // What an aborted QP's QP_GONE notices say, by QPN - 1, while more are
+  // due (its timer, while the QPN is free, is the next one's).
+  struct GoneNotice {
+    uint32_t peer = 0;
+    uint32_t dest_qpn = 0;
+    uint32_t epsn = 0;     // checked by a peer that sends
+    uint32_t snd_nxt = 0;  // by one that only receives (RTR)
+    uint8_t mpr_dest = 0;
+    uint8_t resends_left = 0;
+    TimeNs interval = 0;
+  };
+  std::vector<GoneNotice> gone_;
   Ring<TxPacket> ctrl_;
   Ring<Completion> cq_;
   Ring<Event> events_;

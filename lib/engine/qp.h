@@ -74,7 +74,9 @@ class Qp {
   // The next packet this QP may send now (probe, port status, retransmit,
   // new data, in that order); false when none may go.
   bool poll_packet(TimeNs now, TxPacket* out);
-  void on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s);
+  // `src_peer`: the sending endpoint, kUnknownPeer where the caller does not
+  // know it.
+  void on_feedback(const wire::PacketView& pkt, uint32_t src_peer, TimeNs now, Sinks& s);
   void on_probe_reply(const wire::PacketView& pkt, TimeNs now, Sinks& s);
   void on_port_status(const wire::PacketView& pkt, TimeNs now, Sinks& s);
   // A local port changed: `mask` has a bit per up port, `seq` numbers the
@@ -180,7 +182,7 @@ class Qp {
   void on_rto(TimeNs now, Sinks& s);
   void requeue_plane(uint8_t plane, TimeNs now);
   bool apply_plane(uint8_t plane, TimeNs now);
-  void on_peer_gone_while_receiving(const wire::Feedback& fb, Sinks& s);
+  void on_peer_gone(const wire::Feedback& fb, uint32_t src_peer, Sinks& s);
   uint32_t wqe_of_psn(uint32_t psn) const;
 
   // responder.cc

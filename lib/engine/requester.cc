@@ -370,18 +370,34 @@ void Qp::requeue_overtaken_on(uint32_t ev, TimeNs now) {
   }
 }
 
-// A QP in RTR has sent nothing to check a QP_GONE's PSN against; its SACK
-// base, the PSN the peer would have sent next, must instead be one this QP
-// could accept (or the one just past its window), so that a notice meant for
-// an earlier QP of this number fails no new one.
-void Qp::on_peer_gone_while_receiving(const wire::Feedback& fb, Sinks& s) {
-  const int32_t ahead = psn_diff(fb.sack_base & wire::kPsnMask, epsn_);
-  if (ahead < 0 || static_cast<uint32_t>(ahead) > rx_window_psns_) {
+// A QP_GONE fails this QP only if it can be from its peer QP about this
+// connection, so that a late copy meant for an earlier QP of this number
+// fails no new one: it names the peer QP (echo tag), comes from the peer's
+// endpoint where the caller knows the sender, and its PSNs are ones that QP
+// could have reached. In RTS the reference PSN (what the peer expected
+// next) must be one this QP has sent, from its oldest unacknowledged through
+// its next; in RTR, which has sent nothing, the SACK base (what the peer
+// would have sent next) must be one this QP could still accept, from its
+// expected PSN through the PSN just past its window.
+void Qp::on_peer_gone(const wire::Feedback& fb, uint32_t src_peer, Sinks& s) {
+  bool ours = (fb.echo_tag & wire::kQpnMask) == attr_.dest_qpn &&
+              (src_peer == kUnknownPeer || src_peer == attr_.peer);
+  if (ours && state_ == QpState::kRtr) {
+    const int32_t ahead = psn_diff(fb.sack_base & wire::kPsnMask, epsn_);
+    ours = ahead >= 0 && static_cast<uint32_t>(ahead) <= rx_window_psns_;
+  } else if (ours) {
+    const uint32_t ref = fb.ref_psn & wire::kPsnMask;
+    ours = psn_diff(ref, snd_una_) >= 0 && psn_diff(ref, snd_nxt_) <= 0;
+  }
+  if (!ours) {
     ++counters_.feedback_ignored;
     return;
   }
   ++counters_.nacks_rx[static_cast<size_t>(wire::NackCode::kQpGone)];
-  fail(WcStatus::kRemoteOperationalError, kNil, kPeerGone, s);
+  // The first unfinished request takes the status, whatever the peer had
+  // received of it; the rest are flushed.
+  const uint32_t first = state_ == QpState::kRts && !sq_.empty() ? sq_.head() : kNil;
+  fail(WcStatus::kRemoteOperationalError, first, kPeerGone, s);
 }
 
 uint32_t Qp::wqe_of_psn(uint32_t psn) const {
@@ -389,10 +405,10 @@ uint32_t Qp::wqe_of_psn(uint32_t psn) const {
   return slots_[psn & slot_mask_].wqe;
 }
 
-void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
+void Qp::on_feedback(const wire::PacketView& pkt, uint32_t src_peer, TimeNs now, Sinks& s) {
   const wire::Feedback& fb = pkt.t.fb;
-  if (state_ == QpState::kRtr && fb.code == wire::NackCode::kQpGone) {
-    on_peer_gone_while_receiving(fb, s);
+  if (fb.code == wire::NackCode::kQpGone && (state_ == QpState::kRtr || state_ == QpState::kRts)) {
+    on_peer_gone(fb, src_peer, s);
     return;
   }
   if (state_ != QpState::kRts) {
@@ -416,18 +432,6 @@ void Qp::on_feedback(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
          access ? "the responder refused the target (rkey, bounds or access)"
                 : "the responder refused the request (malformed, or no receive for a WIMM)",
          s);
-    return;
-  }
-  if (fb.code == wire::NackCode::kQpGone) {
-    // Only for a PSN this QP could have sent: a stale notice meant for an
-    // earlier QP of this number must not fail a new one.
-    if (psn_diff(ref, snd_una_) < 0 || psn_diff(ref, snd_nxt_) > 0) {
-      ++counters_.feedback_ignored;
-      return;
-    }
-    // The first unfinished request takes the status, whatever the peer
-    // had received of it; the rest are flushed.
-    fail(WcStatus::kRemoteOperationalError, sq_.empty() ? kNil : sq_.head(), kPeerGone, s);
     return;
   }
   const uint32_t cum = fb.cum_psn & wire::kPsnMask;

@@ -27,6 +27,8 @@ class [[nodiscard]] Status {
 };
 
 inline constexpr uint32_t kQpnConnectionless = 0;  // controller EV probes
+// A packet's sending endpoint, where the caller does not know it.
+inline constexpr uint32_t kUnknownPeer = UINT32_MAX;
 inline constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 31;
 
 enum class WcOpcode : uint8_t { kWrite, kWriteImm, kRecvWriteImm };

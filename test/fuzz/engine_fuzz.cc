@@ -100,7 +100,7 @@ class Script {
             }
             case 1: {
               const uint32_t k = in.ConsumeBool();
-              if (!ep_.abort_qp(qpns_[k]).ok()) fail("abort_qp");
+              if (!ep_.abort_qp(qpns_[k], now_).ok()) fail("abort_qp");
               open_qp(k, in.ConsumeBool() ? engine::QpState::kRtr : engine::QpState::kRts);
               break;
             }
@@ -233,7 +233,9 @@ class Script {
     f.sack_base = psn(in);
     f.sack_bitmap[0] = in.ConsumeIntegral<uint64_t>();
     f.sack_bitmap[1] = in.ConsumeIntegral<uint64_t>();
-    f.echo_tag = in.ConsumeIntegral<uint32_t>();
+    // A QP_GONE's echo tag names the QP gone: often one of the peer's.
+    f.echo_tag = in.ConsumeBool() ? 100 + in.ConsumeIntegralInRange<uint32_t>(0, 1)
+                                  : in.ConsumeIntegral<uint32_t>();
     f.service_time_ns = in.ConsumeIntegral<uint32_t>();
     f.window_mpr = in.ConsumeIntegral<uint16_t>();
     f.ce_count = in.ConsumeIntegral<uint16_t>();

@@ -679,12 +679,15 @@ TEST(Nack, RemoteAccessNackFailsThatRequestAndFlushesTheRest) {
   EXPECT_EQ(q.qp().state(), QpState::kError);
 }
 
+// A QP_GONE names the QP that is gone in its echo tag: OneQp's peer QP.
+constexpr uint32_t kGoneQpn = OneQpConfig{}.dest_qpn;
+
 TEST(Nack, QpGoneFailsTheFirstUnackedRequestWithRemoteOperationalError) {
   OneQp q;
   for (uint64_t i = 1; i <= 3; ++i) ASSERT_TRUE(q.write(i, 0, 100).ok());
   const auto tx = q.tx(0);
   q.ep.on_packet(q.ack(101, 100, tx[0].ev), 0, 1000);
-  q.ep.on_packet(q.ack(101, 101, 0, {}, NackCode::kQpGone), 0, 1100);
+  q.ep.on_packet(q.ack(101, 101, kGoneQpn, {}, NackCode::kQpGone), 0, 1100);
   const auto c = q.completions();
   ASSERT_EQ(c.size(), 3u);
   EXPECT_EQ(c[0].status, WcStatus::kSuccess);
@@ -696,13 +699,14 @@ TEST(Nack, QpGoneFailsTheFirstUnackedRequestWithRemoteOperationalError) {
 TEST(Nack, QpGoneForAPsnThisQpCouldNotHaveSentIsIgnored) {
   OneQp q;
   ASSERT_TRUE(q.write(1, 0, 100).ok());
-  q.tx(0);                                                              // PSN 100 outstanding
-  q.ep.on_packet(q.ack(100, 99, 0, {}, NackCode::kQpGone), 0, 1000);    // before it
-  q.ep.on_packet(q.ack(100, 5000, 0, {}, NackCode::kQpGone), 0, 1100);  // never sent
+  q.tx(0);                                                                   // PSN 100 outstanding
+  q.ep.on_packet(q.ack(100, 99, kGoneQpn, {}, NackCode::kQpGone), 0, 1000);  // before it
+  q.ep.on_packet(q.ack(100, 5000, kGoneQpn, {}, NackCode::kQpGone), 0, 1100);  // never sent
   EXPECT_EQ(q.qp().state(), QpState::kRts);
   EXPECT_EQ(q.qp().counters().feedback_ignored, 2u);
   EXPECT_TRUE(q.completions().empty());
-  q.ep.on_packet(q.ack(100, 101, 0, {}, NackCode::kQpGone), 0, 1200);  // all sent, none acked
+  q.ep.on_packet(q.ack(100, 101, kGoneQpn, {}, NackCode::kQpGone), 0,
+                 1200);  // all sent, none acked
   EXPECT_EQ(q.qp().state(), QpState::kError);
 }
 
@@ -716,7 +720,7 @@ TEST(Nack, QpGoneFailsAQpThatOnlyReceivesIfThePeerCouldHaveSentThatFar) {
   ASSERT_TRUE(q.ep.post_recv(q.qpn, RecvRequest{7}).ok());
   const uint32_t window = uint32_t{cfg.mpr} * kMprUnitPsns;
   const auto gone = [&](uint32_t next_psn) {
-    wire::PacketView pv = q.ack(500, 500, 0, {}, NackCode::kQpGone);
+    wire::PacketView pv = q.ack(500, 500, kGoneQpn, {}, NackCode::kQpGone);
     pv.t.fb.sack_base = next_psn;
     return pv;
   };
@@ -735,6 +739,102 @@ TEST(Nack, QpGoneFailsAQpThatOnlyReceivesIfThePeerCouldHaveSentThatFar) {
   EXPECT_TRUE(std::any_of(ev.begin(), ev.end(), [](const Event& e) {
     return e.type == EventType::kQpError && e.status == WcStatus::kRemoteOperationalError;
   }));
+}
+
+// A late notice from another QP, or from another endpoint, must not fail
+// this one, whatever its PSNs: in RTS and in RTR alike.
+TEST(Nack, QpGoneNamingAnotherQpOrFromAnotherEndpointIsIgnored) {
+  for (const QpState last : {QpState::kRts, QpState::kRtr}) {
+    SCOPED_TRACE(last == QpState::kRts ? "RTS" : "RTR");
+    OneQpConfig cfg;
+    cfg.last = last;
+    OneQp q(cfg);
+    if (last == QpState::kRts) {
+      ASSERT_TRUE(q.write(1, 0, 100).ok());
+      q.tx(0);  // PSN 100 outstanding
+    }
+    wire::PacketView gone = q.ack(100, 100, kGoneQpn + 1, {}, NackCode::kQpGone);
+    gone.t.fb.sack_base = 500;      // what the RTR QP expects next
+    q.ep.on_packet(gone, 0, 1000);  // another QP of the peer's
+    gone.t.fb.echo_tag = kGoneQpn;
+    q.ep.on_packet(gone, 0, 1100, /*src_peer=*/8);  // the QP, of another endpoint
+    EXPECT_EQ(q.qp().state(), last);
+    EXPECT_EQ(q.qp().counters().feedback_ignored, 2u);
+    EXPECT_EQ(q.qp().counters().nacks_rx[size_t(NackCode::kQpGone)], 0u);
+    q.ep.on_packet(gone, 0, 1200, /*src_peer=*/9);  // the peer's
+    EXPECT_EQ(q.qp().state(), QpState::kError);
+    EXPECT_EQ(q.qp().counters().nacks_rx[size_t(NackCode::kQpGone)], 1u);
+  }
+}
+
+// The QP_GONE NACKs of aborted QP `qpn` among `tx`, each checked for what
+// the peer needs to match it to the QP it was connected to.
+size_t gone_notices(const std::vector<TxPacket>& tx, uint32_t qpn) {
+  size_t n = 0;
+  for (const TxPacket& p : tx) {
+    if (p.t.opcode != Opcode::kNack || p.t.fb.code != NackCode::kQpGone) continue;
+    EXPECT_EQ(p.peer, 9u);
+    EXPECT_EQ(p.t.dest_qpn, kGoneQpn);
+    EXPECT_EQ(p.t.fb.echo_tag, qpn);
+    EXPECT_EQ(p.t.fb.ref_psn, 500u);    // what it expected next
+    EXPECT_EQ(p.t.fb.sack_base, 100u);  // what it would have sent next
+    ++n;
+  }
+  return n;
+}
+
+// In case every copy of the notice is lost, it goes out again after the
+// QP's ACK timeout and then at doubling intervals, kGoneNoticeResends
+// times, on every up plane.
+TEST(Nack, AbortedQpResendsItsNoticeAtDoublingIntervalsThenStops) {
+  OneQp q;
+  const TimeNs rto = ack_timeout_ns(q.config().timeout);
+  const uint32_t qpn = q.qpn;
+  ASSERT_TRUE(q.ep.abort_qp(qpn, 1000).ok());
+  EXPECT_EQ(gone_notices(q.tx(1000), qpn), 2u);
+  TimeNs at = 1000, interval = rto;
+  for (int i = 0; i < kGoneNoticeResends; ++i) {
+    SCOPED_TRACE(i);
+    at += interval;
+    EXPECT_EQ(q.ep.next_wakeup(), at);
+    EXPECT_EQ(gone_notices(q.tx(at - 1), qpn), 0u);
+    EXPECT_EQ(gone_notices(q.tx(at), qpn), 2u);
+    interval *= 2;
+  }
+  EXPECT_EQ(q.ep.next_wakeup(), kNever);
+  EXPECT_EQ(gone_notices(q.tx(at + 100 * interval), qpn), 0u);
+  EXPECT_EQ(q.ep.counters().qp_gone_tx, 2u * (1 + kGoneNoticeResends));
+}
+
+// Taking the QPN of an aborted QP whose notices still go out would end
+// them: create_qp takes it only when no other QPN is free.
+TEST(Nack, AQpnStillSendingNoticesIsTakenLast) {
+  OneQp q;  // room for two QPs
+  const TimeNs rto = ack_timeout_ns(q.config().timeout);
+  const uint32_t gone = q.qpn;
+  ASSERT_TRUE(q.ep.abort_qp(gone, 0).ok());
+  EXPECT_EQ(gone_notices(q.tx(0), gone), 2u);
+  uint32_t first = 0, second = 0;
+  ASSERT_TRUE(q.ep.create_qp(&first).ok());
+  EXPECT_NE(first, gone);
+  EXPECT_EQ(gone_notices(q.tx(rto), gone), 2u);  // still sent
+  ASSERT_TRUE(q.ep.create_qp(&second).ok());
+  EXPECT_EQ(second, gone);
+  EXPECT_EQ(q.ep.next_wakeup(), kNever);
+  EXPECT_EQ(gone_notices(q.tx(100 * rto), gone), 0u);
+  EXPECT_EQ(q.ep.qp(second)->state(), QpState::kReset);
+}
+
+// A QP never connected has no peer to tell.
+TEST(Nack, AbortingAQpNeverConnectedSendsNothing) {
+  Endpoint ep;
+  ASSERT_TRUE(ep.init(EndpointConfig{}).ok());
+  uint32_t qpn = 0;
+  ASSERT_TRUE(ep.create_qp(&qpn).ok());
+  ASSERT_TRUE(ep.abort_qp(qpn, 0).ok());
+  EXPECT_EQ(ep.next_wakeup(), kNever);
+  EXPECT_EQ(ep.counters().qp_gone_tx, 0u);
+  EXPECT_FALSE(ep.abort_qp(qpn, 0).ok());
 }
 
 TEST(Probe, AssumedBadEvIsProbedWithBackoffAndAReplyRestoresIt) {

@@ -471,7 +471,7 @@ TEST(TwoEndpoints, AbortedQpFailsItsPeerWithRemoteOperationalErrorAtOnce) {
   ASSERT_TRUE(h.a().ep.post_write(h.a().qpn, wr).ok());
   ASSERT_TRUE(h.run([&] { return h.b().ep.qp(h.b().qpn)->epsn() != 0; }, 10'000'000));
   const TimeNs aborted_at = h.now();
-  ASSERT_TRUE(h.b().ep.abort_qp(h.b().qpn).ok());
+  ASSERT_TRUE(h.b().ep.abort_qp(h.b().qpn, h.now()).ok());
   EXPECT_EQ(h.b().ep.counters().qp_gone_tx, 2u);  // one per up plane
   EXPECT_EQ(h.b().ep.qp(h.b().qpn), nullptr);
   ASSERT_TRUE(
@@ -488,7 +488,7 @@ TEST(TwoEndpoints, AbortedQpFailsItsPeerWithRemoteOperationalErrorAtOnce) {
 
 TEST(TwoEndpoints, AbortedQpFailsAnIdlePeerToo) {
   Harness h(quiet_config());
-  ASSERT_TRUE(h.a().ep.abort_qp(h.a().qpn).ok());
+  ASSERT_TRUE(h.a().ep.abort_qp(h.a().qpn, h.now()).ok());
   ASSERT_TRUE(
       h.run([&] { return has_error(h, 1, WcStatus::kRemoteOperationalError); }, 10'000'000));
   EXPECT_EQ(h.b().ep.qp(h.b().qpn)->state(), QpState::kError);
@@ -502,7 +502,7 @@ TEST(TwoEndpoints, AbortedSenderFailsAPeerThatOnlyReceives) {
   ASSERT_TRUE(h.a().ep.post_write(h.a().qpn, a_to_b(h, 128 * 1024)).ok());
   ASSERT_TRUE(h.run([&] { return h.b().ep.qp(h.b().qpn)->epsn() != 0; }, 10'000'000));
   const TimeNs aborted_at = h.now();
-  ASSERT_TRUE(h.a().ep.abort_qp(h.a().qpn).ok());
+  ASSERT_TRUE(h.a().ep.abort_qp(h.a().qpn, h.now()).ok());
   ASSERT_TRUE(
       h.run([&] { return has_error(h, 1, WcStatus::kRemoteOperationalError); }, 10'000'000));
   EXPECT_LT(h.now() - aborted_at, ack_timeout_ns(cfg.timeout));
@@ -511,6 +511,33 @@ TEST(TwoEndpoints, AbortedSenderFailsAPeerThatOnlyReceives) {
   EXPECT_EQ(std::count_if(c.begin(), c.end(),
                           [](const Completion& x) { return x.status == WcStatus::kFlushed; }),
             4);
+}
+
+// Every copy of the first notice lost: the receiver still fails, by the
+// first resend, one ACK timeout later.
+TEST(TwoEndpoints, AQpGoneLostOnEveryPlaneStillReachesAPeerThatOnlyReceives) {
+  HarnessConfig cfg = quiet_config();
+  cfg.b_last = QpState::kRtr;
+  Harness h(cfg);
+  post_receives(h, 1, 4);
+  int lost = 0;
+  h.set_filter([&](int dir, const TxPacket& p) {
+    const bool first_round = dir == 0 && p.t.fb.code == wire::NackCode::kQpGone && lost < 2;
+    lost += first_round;
+    return first_round ? Verdict::kDrop : Verdict::kPass;
+  });
+  const TimeNs aborted_at = h.now();
+  ASSERT_TRUE(h.a().ep.abort_qp(h.a().qpn, aborted_at).ok());
+  ASSERT_TRUE(
+      h.run([&] { return has_error(h, 1, WcStatus::kRemoteOperationalError); }, 10'000'000));
+  EXPECT_EQ(lost, 2);  // one per plane
+  EXPECT_GE(h.now() - aborted_at, ack_timeout_ns(cfg.timeout));
+  EXPECT_LT(h.now() - aborted_at, 2 * ack_timeout_ns(cfg.timeout));
+  h.run_for(1'000'000'000);  // the later resends find B's QP in ERROR
+  EXPECT_EQ(h.a().ep.counters().qp_gone_tx, 2u * (1 + kGoneNoticeResends));
+  EXPECT_EQ(std::count_if(h.events(1).begin(), h.events(1).end(),
+                          [](const Event& e) { return e.type == EventType::kQpError; }),
+            1);
 }
 
 TEST(TwoEndpoints, BlackHoledEvIsMarkedAssumedBadAndRestoredByProbesWhenItHeals) {
