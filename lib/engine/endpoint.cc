@@ -61,7 +61,7 @@ Status Endpoint::create_qp(uint32_t* qpn, uint32_t domain) {
   uint32_t index = UINT32_MAX;
   for (uint32_t i = 0; i < in_use_.size(); ++i) {
     if (in_use_[i]) continue;
-    if (!gone_[i].resends_left) {
+    if (!gone_[i].rounds_left) {
       index = i;
       break;
     }
@@ -108,18 +108,22 @@ Status Endpoint::abort_qp(uint32_t qpn, TimeNs now) {
                           .epsn = q->epsn(),
                           .snd_nxt = q->snd_nxt(),
                           .mpr_dest = q->attr().mpr_dest,
-                          .resends_left = kGoneNoticeResends,
+                          .rounds_left = 1 + kGoneNoticeResends,
                           .interval = ack_timeout_ns(q->attr().timeout)};
   const Status st = destroy_qp(qpn);
   if (!connected) return st;
   gone_[qpn - 1] = notice;
-  send_gone_notice(qpn);
-  timers_.set(qpn - 1, now + notice.interval);
+  send_gone_round(qpn, now);
   return st;
 }
 
-void Endpoint::send_gone_notice(uint32_t qpn) {
-  const GoneNotice& g = gone_[qpn - 1];
+// A round the control queue had no room for is tried again by the next
+// poll_tx, after this one has drained some of the queue: an application
+// with many QPs has them all aborted at once, and their rounds fall due
+// together.
+void Endpoint::send_gone_round(uint32_t qpn, TimeNs now) {
+  GoneNotice& g = gone_[qpn - 1];
+  bool whole = true;
   for (uint8_t plane = 0; plane < cfg_.num_planes; ++plane) {
     if (!plane_up(plane)) continue;
     // Not a QP's own packet: it goes on the default path, as the QP and its
@@ -128,6 +132,7 @@ void Endpoint::send_gone_notice(uint32_t qpn) {
         queue_connectionless(g.peer, plane, &kDefaultEv, wire::Opcode::kNack, g.dest_qpn);
     if (out == nullptr) {
       ++counters_.ctrl_dropped;
+      whole = false;
       continue;
     }
     wire::Feedback& fb = out->t.fb;
@@ -138,14 +143,12 @@ void Endpoint::send_gone_notice(uint32_t qpn) {
     fb.code = wire::NackCode::kQpGone;
     ++counters_.qp_gone_tx;
   }
-}
-
-void Endpoint::on_gone_notice_timer(uint32_t qpn, TimeNs now) {
-  GoneNotice& g = gone_[qpn - 1];
-  send_gone_notice(qpn);
-  --g.resends_left;
+  if (!whole) {
+    timers_.set(qpn - 1, now + 1);
+    return;
+  }
+  timers_.set(qpn - 1, --g.rounds_left ? now + g.interval : kNever);
   g.interval *= 2;
-  timers_.set(qpn - 1, g.resends_left ? now + g.interval : kNever);
 }
 
 void Endpoint::make_ready(uint32_t qpn) {
@@ -344,7 +347,7 @@ size_t Endpoint::poll_tx(TxPacket* out, size_t max, TimeNs now) {
   while (timers_.top_time() <= now) {
     const uint32_t qpn = timers_.top_key() + 1;
     if (!in_use_[qpn - 1]) {
-      on_gone_notice_timer(qpn, now);
+      send_gone_round(qpn, now);
       continue;
     }
     qps_[qpn - 1].on_timers(now, s);

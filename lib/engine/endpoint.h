@@ -116,9 +116,9 @@ class Endpoint {
   // destination QPN; nullptr when the control queue is full.
   TxPacket* queue_connectionless(uint32_t peer, uint8_t plane, const wire::WireEv* ev,
                                  wire::Opcode op, uint32_t dest_qpn);
-  // The QP_GONE NACKs of aborted QP `qpn`, one per up plane.
-  void send_gone_notice(uint32_t qpn);
-  void on_gone_notice_timer(uint32_t qpn, TimeNs now);
+  // A round of aborted QP `qpn`'s QP_GONE NACKs, one per up plane, and its
+  // timer set for the next.
+  void send_gone_round(uint32_t qpn, TimeNs now);
 
   EndpointConfig cfg_{};
   MemoryTable mem_;
@@ -131,16 +131,16 @@ class Endpoint {
   Ring<uint32_t> ready_;
   std::vector<bool> queued_;  // in ready_
   TimerHeap timers_;          // key: QPN - 1
-  // What an aborted QP's QP_GONE notices say, by QPN - 1, while more are
-  // due (its timer, while the QPN is free, is the next one's).
+  // What an aborted QP's QP_GONE notices say, by QPN - 1, while rounds are
+  // due (its timer, while the QPN is free, is the next round's).
   struct GoneNotice {
     uint32_t peer = 0;
     uint32_t dest_qpn = 0;
     uint32_t epsn = 0;     // checked by a peer that sends
     uint32_t snd_nxt = 0;  // by one that only receives (RTR)
     uint8_t mpr_dest = 0;
-    uint8_t resends_left = 0;
-    TimeNs interval = 0;
+    uint8_t rounds_left = 0;  // 0: none due
+    TimeNs interval = 0;      // until the next round
   };
   std::vector<GoneNotice> gone_;
   Ring<TxPacket> ctrl_;

@@ -74,6 +74,7 @@ void Harness::setup_side(int i, const HarnessConfig& cfg) {
   ec.qp.max_send_wr = 256;
   ec.qp.max_recv_wr = 256;
   ec.tuning = cfg.tuning;
+  ec.ctrl_queue_packets = cfg.ctrl_queue_packets;
   if (Status st = s.ep.init(ec); !st.ok()) throw std::runtime_error(st.reason());
   s.mem.assign(cfg.mem_bytes, 0);
   Region r{0x10000000ull * (i + 1), s.mem.size(), s.mem.data(),

@@ -63,6 +63,7 @@ struct HarnessConfig {
   TimeNs plane_detect_ns = 1'000;  // port event after the link drops
   QpTuning tuning;
   QpState b_last = QpState::kRts;  // kRtr: B's QPs only receive
+  uint32_t ctrl_queue_packets = 4096;
 };
 
 class Harness {

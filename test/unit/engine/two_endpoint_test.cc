@@ -540,6 +540,25 @@ TEST(TwoEndpoints, AQpGoneLostOnEveryPlaneStillReachesAPeerThatOnlyReceives) {
             1);
 }
 
+// An application with many QPs has them all aborted at once: rounds the
+// control queue has no room for go out as it drains, not a timeout later.
+TEST(TwoEndpoints, QpGoneRoundsAControlQueueCannotHoldGoOutAsItDrains) {
+  HarnessConfig cfg = quiet_config();
+  cfg.qps = 4;
+  cfg.b_last = QpState::kRtr;
+  cfg.ctrl_queue_packets = 2;  // one QP's round (a NACK per plane)
+  Harness h(cfg);
+  const TimeNs aborted_at = h.now();
+  for (uint32_t qpn : h.a().qpns) ASSERT_TRUE(h.a().ep.abort_qp(qpn, aborted_at).ok());
+  EXPECT_EQ(h.a().ep.counters().ctrl_dropped, 6u);
+  const auto failed = [&] {
+    return std::count_if(h.events(1).begin(), h.events(1).end(),
+                         [](const Event& e) { return e.type == EventType::kQpError; });
+  };
+  ASSERT_TRUE(h.run([&] { return failed() == 4; }, 10'000'000));
+  EXPECT_LT(h.now() - aborted_at, ack_timeout_ns(cfg.timeout) / 2);
+}
+
 TEST(TwoEndpoints, BlackHoledEvIsMarkedAssumedBadAndRestoredByProbesWhenItHeals) {
   Harness h(quiet_config());
   h.pipe(0, 0).dead_evs = 1u << 2;  // A's EV 2 (plane 0) swallows everything
