@@ -291,15 +291,14 @@ uint64_t AppStage::outstanding(const engine::Endpoint& ep) const {
 }
 
 uint32_t AppStage::flush(engine::Endpoint& ep, uint64_t now) {
-  engine::QpAttr a;
-  a.state = engine::QpState::kError;
   uint32_t n = 0;
   for (uint32_t qpn : live_qps_) {
     const engine::Qp* q = ep.qp(qpn);
     if (q == nullptr || q->state() == engine::QpState::kError) continue;
     // Nothing the application posts from now on reaches the wire: the
-    // ring's descriptors complete as flushed when drained.
-    (void)ep.modify_qp(qpn, a, engine::kAttrState, now);
+    // ring's descriptors complete as flushed when drained. The peer QP
+    // hears at once (QP_GONE), as when an application exits.
+    (void)ep.abandon_qp(qpn, now);
     ++n;
   }
   return n;

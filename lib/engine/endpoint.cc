@@ -11,6 +11,10 @@ namespace {
 // The framer's default path to a peer, for replies to connectionless probes.
 const wire::WireEv kDefaultEv{};
 
+bool connected(const Qp& q) {
+  return q.state() == QpState::kRtr || q.state() == QpState::kRts;
+}
+
 }  // namespace
 
 Status Endpoint::init(const EndpointConfig& cfg) {
@@ -99,35 +103,43 @@ Status Endpoint::destroy_qp(uint32_t qpn) {
   return {};
 }
 
+Endpoint::GoneNotice Endpoint::gone_notice(const Qp& q) {
+  return GoneNotice{.peer = q.attr().peer,
+                    .dest_qpn = q.attr().dest_qpn,
+                    .epsn = q.epsn(),
+                    .snd_nxt = q.snd_nxt(),
+                    .mpr_dest = q.attr().mpr_dest,
+                    .rounds_left = 1 + kGoneNoticeResends,
+                    .interval = ack_timeout_ns(q.attr().timeout)};
+}
+
 Status Endpoint::abort_qp(uint32_t qpn, TimeNs now) {
   const Qp* q = find(qpn);
   if (q == nullptr) return Status::error("abort_qp: unknown QPN");
-  const bool connected = q->state() == QpState::kRtr || q->state() == QpState::kRts;
-  const GoneNotice notice{.peer = q->attr().peer,
-                          .dest_qpn = q->attr().dest_qpn,
-                          .epsn = q->epsn(),
-                          .snd_nxt = q->snd_nxt(),
-                          .mpr_dest = q->attr().mpr_dest,
-                          .rounds_left = 1 + kGoneNoticeResends,
-                          .interval = ack_timeout_ns(q->attr().timeout)};
+  const bool tell = connected(*q);
+  const GoneNotice notice = gone_notice(*q);
   const Status st = destroy_qp(qpn);
-  if (!connected) return st;
+  if (!tell) return st;
   gone_[qpn - 1] = notice;
   send_gone_round(qpn, now);
   return st;
 }
 
-// A round the control queue had no room for is tried again by the next
-// poll_tx, after this one has drained some of the queue: an application
-// with many QPs has them all aborted at once, and their rounds fall due
-// together.
-void Endpoint::send_gone_round(uint32_t qpn, TimeNs now) {
-  GoneNotice& g = gone_[qpn - 1];
+Status Endpoint::abandon_qp(uint32_t qpn, TimeNs now) {
+  const Qp* q = find(qpn);
+  if (q == nullptr) return Status::error("abandon_qp: unknown QPN");
+  if (connected(*q)) (void)queue_gone_notices(gone_notice(*q), qpn);
+  QpAttr error;
+  error.state = QpState::kError;
+  return modify_qp(qpn, error, kAttrState, now);
+}
+
+bool Endpoint::queue_gone_notices(const GoneNotice& g, uint32_t qpn) {
   bool whole = true;
   for (uint8_t plane = 0; plane < cfg_.num_planes; ++plane) {
     if (!plane_up(plane)) continue;
-    // Not a QP's own packet: it goes on the default path, as the QP and its
-    // EV set are gone.
+    // Not a QP's own packet: it goes on the default path, which outlives
+    // the QP and its EV set.
     TxPacket* out =
         queue_connectionless(g.peer, plane, &kDefaultEv, wire::Opcode::kNack, g.dest_qpn);
     if (out == nullptr) {
@@ -143,7 +155,16 @@ void Endpoint::send_gone_round(uint32_t qpn, TimeNs now) {
     fb.code = wire::NackCode::kQpGone;
     ++counters_.qp_gone_tx;
   }
-  if (!whole) {
+  return whole;
+}
+
+// A round the control queue had no room for is tried again by the next
+// poll_tx, after this one has drained some of the queue: an application
+// with many QPs has them all aborted at once, and their rounds fall due
+// together.
+void Endpoint::send_gone_round(uint32_t qpn, TimeNs now) {
+  GoneNotice& g = gone_[qpn - 1];
+  if (!queue_gone_notices(g, qpn)) {
     timers_.set(qpn - 1, now + 1);
     return;
   }

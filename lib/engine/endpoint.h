@@ -56,6 +56,11 @@ class Endpoint {
   // QP's ACK timeout and then doubling intervals; create_qp takes its QPN
   // only when no other is free, which ends the notices.
   Status abort_qp(uint32_t qpn, TimeNs now);
+  // ERROR, as by modify_qp, for a QP whose owner can no longer use it
+  // though it still exists (softmrcd's shutdown flushes its applications'
+  // QPs into their CQs): a connected QP tells its peer with one round of
+  // QP_GONE NACKs first. Its QPN stays in use, so no more rounds follow.
+  Status abandon_qp(uint32_t qpn, TimeNs now);
   Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask, TimeNs now);
   Status query_qp(uint32_t qpn, QpState* state, QpAttr* attr) const;
   // RESET -> INIT -> RTR -> RTS in one call, each step taking its own fields
@@ -116,8 +121,11 @@ class Endpoint {
   // destination QPN; nullptr when the control queue is full.
   TxPacket* queue_connectionless(uint32_t peer, uint8_t plane, const wire::WireEv* ev,
                                  wire::Opcode op, uint32_t dest_qpn);
-  // A round of aborted QP `qpn`'s QP_GONE NACKs, one per up plane, and its
-  // timer set for the next.
+  // QP_GONE NACKs naming QP `qpn`, one per up plane; false if the control
+  // queue had no room for some.
+  struct GoneNotice;
+  bool queue_gone_notices(const GoneNotice& g, uint32_t qpn);
+  // A round of aborted QP `qpn`'s notices, and its timer set for the next.
   void send_gone_round(uint32_t qpn, TimeNs now);
 
   EndpointConfig cfg_{};
@@ -142,6 +150,7 @@ class Endpoint {
     uint8_t rounds_left = 0;  // 0: none due
     TimeNs interval = 0;      // until the next round
   };
+  static GoneNotice gone_notice(const Qp& q);
   std::vector<GoneNotice> gone_;
   Ring<TxPacket> ctrl_;
   Ring<Completion> cq_;

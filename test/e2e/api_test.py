@@ -842,7 +842,10 @@ def case_sigterm_flush(args):
         check(a.wait(10) == 0, 'a exit status')
         check(re.search(r'a: 1 application QPs moved to ERROR at the flush', a.output()),
               'no flush line')
-        print('ok: SIGTERM flushed the application QP, then ENOTCONN')
+        # The flush told the receiver's QP, as an application's exit does.
+        line = rx.read_line(r'^event: QP fatal', timeout=10)
+        check(line == 'event: QP fatal: remote operation error', f'the receiver: {line}')
+        print('ok: SIGTERM flushed the application QP, then ENOTCONN; its peer QP failed')
         rx.proc.kill()
         rx.proc.wait()
     with_pair(args, body, extra={'shutdown': {'drain_ms': 300}})

@@ -825,6 +825,23 @@ TEST(Nack, AQpnStillSendingNoticesIsTakenLast) {
   EXPECT_EQ(q.ep.qp(second)->state(), QpState::kReset);
 }
 
+// softmrcd's shutdown: the QP stays (its work requests flush into the CQ)
+// and its peer hears once; with the QPN in use no round follows.
+TEST(Nack, AbandonedQpTellsItsPeerOnceAndFlushes) {
+  OneQp q;
+  ASSERT_TRUE(q.ep.post_recv(q.qpn, RecvRequest{7}).ok());
+  ASSERT_TRUE(q.ep.abandon_qp(q.qpn, 1000).ok());
+  EXPECT_EQ(q.qp().state(), QpState::kError);
+  EXPECT_EQ(gone_notices(q.tx(1000), q.qpn), 2u);
+  const auto c = q.completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kFlushed);
+  EXPECT_TRUE(q.tx(1000 + 1000 * ack_timeout_ns(q.config().timeout)).empty());
+  EXPECT_EQ(q.ep.counters().qp_gone_tx, 2u);
+  EXPECT_TRUE(q.ep.abandon_qp(q.qpn, 2000).ok());  // in ERROR already: nobody to tell
+  EXPECT_EQ(q.ep.counters().qp_gone_tx, 2u);
+}
+
 // A QP never connected has no peer to tell.
 TEST(Nack, AbortingAQpNeverConnectedSendsNothing) {
   Endpoint ep;
