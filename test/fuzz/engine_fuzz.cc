@@ -5,8 +5,8 @@
 // Each input is a script: packets (built from the input's fields, framed
 // with wire::build_packet and let through only if wire::parse accepts them,
 // as softmrcd would), passes of poll_tx, time going by, new Writes and
-// receives, planes going down and up, a QP moved to ERROR. The promises
-// checked:
+// receives, planes going down and up, a QP moved to ERROR, abandoned or
+// aborted and reopened. The promises checked:
 //   - nothing is written outside a region registered with remote write:
 //     the pages around each region and a deregistered region are poisoned
 //     for ASan, so any access aborts, and a region registered without
@@ -88,9 +88,10 @@ class Script {
           break;
         }
         default:
-          // Rarely: an ERROR QP takes no more packets, and the script
-          // would have little left to do; an aborted one (its application
-          // gone) is reopened at once, receiving only (RTR) or in RTS.
+          // Rarely: an ERROR QP (moved there, or abandoned) takes no more
+          // packets, and the script would have little left to do; an
+          // aborted one (its application gone) is reopened at once,
+          // receiving only (RTR) or in RTS.
           switch (in.ConsumeIntegralInRange<int>(0, 15)) {
             case 0: {
               engine::QpAttr a;
@@ -98,6 +99,9 @@ class Script {
               (void)ep_.modify_qp(qp(in), a, engine::kAttrState, now_);
               break;
             }
+            case 2:  // as softmrcd's shutdown does, telling the peer
+              if (!ep_.abandon_qp(qp(in), now_).ok()) fail("abandon_qp");
+              break;
             case 1: {
               const uint32_t k = in.ConsumeBool();
               if (!ep_.abort_qp(qpns_[k], now_).ok()) fail("abort_qp");
