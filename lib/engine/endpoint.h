@@ -37,8 +37,8 @@ struct EndpointConfig {
 
 // What poll_tx sends per QP before moving to the next, for fairness.
 inline constexpr uint32_t kQpTxBurst = 16;
-// QP_GONE notices an aborted QP sends after its first: at the default ACK
-// timeout (262 us) the last goes 67 ms after the abort.
+// Rounds of QP_GONE notices an aborted QP sends after its first: at the
+// default ACK timeout (262 us) the last goes 67 ms after the abort.
 inline constexpr uint8_t kGoneNoticeResends = 8;
 
 class Endpoint {
@@ -121,9 +121,21 @@ class Endpoint {
   // destination QPN; nullptr when the control queue is full.
   TxPacket* queue_connectionless(uint32_t peer, uint8_t plane, const wire::WireEv* ev,
                                  wire::Opcode op, uint32_t dest_qpn);
+  // What a QP's QP_GONE notices say; for an aborted QP, kept by QPN - 1
+  // while rounds are due (its timer, while the QPN is free, is the next
+  // round's).
+  struct GoneNotice {
+    uint32_t peer = 0;
+    uint32_t dest_qpn = 0;
+    uint32_t epsn = 0;     // checked by a peer that sends
+    uint32_t snd_nxt = 0;  // by one that only receives (RTR)
+    uint8_t mpr_dest = 0;
+    uint8_t rounds_left = 0;  // 0: none due
+    TimeNs interval = 0;      // until the next round
+  };
+  static GoneNotice gone_notice(const Qp& q);
   // QP_GONE NACKs naming QP `qpn`, one per up plane; false if the control
   // queue had no room for some.
-  struct GoneNotice;
   bool queue_gone_notices(const GoneNotice& g, uint32_t qpn);
   // A round of aborted QP `qpn`'s notices, and its timer set for the next.
   void send_gone_round(uint32_t qpn, TimeNs now);
@@ -137,21 +149,9 @@ class Endpoint {
   // ready_ (each at most once, round-robin) and the one whose timer is due
   // first. Idle QPs cost nothing per call, however many there are.
   Ring<uint32_t> ready_;
-  std::vector<bool> queued_;  // in ready_
-  TimerHeap timers_;          // key: QPN - 1
-  // What an aborted QP's QP_GONE notices say, by QPN - 1, while rounds are
-  // due (its timer, while the QPN is free, is the next round's).
-  struct GoneNotice {
-    uint32_t peer = 0;
-    uint32_t dest_qpn = 0;
-    uint32_t epsn = 0;     // checked by a peer that sends
-    uint32_t snd_nxt = 0;  // by one that only receives (RTR)
-    uint8_t mpr_dest = 0;
-    uint8_t rounds_left = 0;  // 0: none due
-    TimeNs interval = 0;      // until the next round
-  };
-  static GoneNotice gone_notice(const Qp& q);
-  std::vector<GoneNotice> gone_;
+  std::vector<bool> queued_;      // in ready_
+  TimerHeap timers_;              // key: QPN - 1
+  std::vector<GoneNotice> gone_;  // by QPN - 1
   Ring<TxPacket> ctrl_;
   Ring<Completion> cq_;
   Ring<Event> events_;
