@@ -149,15 +149,15 @@ class Endpoint {
   // ready_ (each at most once, round-robin) and the one whose timer is due
   // first. Idle QPs cost nothing per call, however many there are.
   Ring<uint32_t> ready_;
-  std::vector<bool> queued_;      // in ready_
-  TimerHeap timers_;              // key: QPN - 1
-  std::vector<GoneNotice> gone_;  // by QPN - 1
+  std::vector<bool> queued_;  // in ready_
+  TimerHeap timers_;          // key: QPN - 1
   Ring<TxPacket> ctrl_;
   Ring<Completion> cq_;
   Ring<Event> events_;
   EndpointCounters counters_{};
   uint32_t local_planes_ = 0;
   uint32_t port_status_seq_ = 0;
+  std::vector<GoneNotice> gone_;  // by QPN - 1
 };
 
 }  // namespace softmrc::engine
