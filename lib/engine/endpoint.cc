@@ -36,6 +36,7 @@ Status Endpoint::init(const EndpointConfig& cfg) {
   ready_.init(cfg.max_qps);
   queued_.assign(cfg.max_qps, false);
   timers_.init(cfg.max_qps);
+  gone_timers_.init(cfg.max_qps);
   gone_.assign(cfg.max_qps, GoneNotice{});
   ctrl_.init(cfg.ctrl_queue_packets);
   events_.init(cfg.event_queue);
@@ -73,7 +74,7 @@ Status Endpoint::create_qp(uint32_t* qpn, uint32_t domain) {
   }
   if (index == UINT32_MAX) return Status::error("create_qp: no free QP");
   gone_[index] = GoneNotice{};
-  timers_.set(index, kNever);
+  gone_timers_.set(index, kNever);
   in_use_[index] = true;
   *qpn = index + 1;  // QPN 0 is the connectionless probe target
   qps_[index].init(*qpn, domain, cfg_.qp, cfg_.tuning);
@@ -165,10 +166,10 @@ bool Endpoint::queue_gone_notices(const GoneNotice& g, uint32_t qpn) {
 void Endpoint::send_gone_round(uint32_t qpn, TimeNs now) {
   GoneNotice& g = gone_[qpn - 1];
   if (!queue_gone_notices(g, qpn)) {
-    timers_.set(qpn - 1, now + 1);
+    gone_timers_.set(qpn - 1, now + 1);
     return;
   }
-  timers_.set(qpn - 1, --g.rounds_left ? now + g.interval : kNever);
+  gone_timers_.set(qpn - 1, --g.rounds_left ? now + g.interval : kNever);
   g.interval *= 2;
 }
 
@@ -364,13 +365,10 @@ TxPacket* Endpoint::queue_connectionless(uint32_t peer, uint8_t plane, const wir
 
 size_t Endpoint::poll_tx(TxPacket* out, size_t max, TimeNs now) {
   Sinks s = sinks();
+  while (gone_timers_.top_time() <= now) send_gone_round(gone_timers_.top_key() + 1, now);
   // Due timers make their QPs ready; they are re-armed once polled below.
   while (timers_.top_time() <= now) {
     const uint32_t qpn = timers_.top_key() + 1;
-    if (!in_use_[qpn - 1]) {
-      send_gone_round(qpn, now);
-      continue;
-    }
     qps_[qpn - 1].on_timers(now, s);
     timers_.set(qpn - 1, kNever);
     make_ready(qpn);
@@ -414,7 +412,7 @@ size_t Endpoint::poll_events(Event* out, size_t max) {
 
 TimeNs Endpoint::next_wakeup() const {
   if (!ctrl_.empty()) return 0;
-  TimeNs t = timers_.top_time();
+  TimeNs t = std::min(timers_.top_time(), gone_timers_.top_time());
   for (uint32_t pos = ready_.head(); pos != ready_.tail() && t != 0; ++pos)
     t = std::min(t, qps_[ready_.at(pos) - 1].next_wakeup());
   return t;

@@ -122,8 +122,7 @@ class Endpoint {
   TxPacket* queue_connectionless(uint32_t peer, uint8_t plane, const wire::WireEv* ev,
                                  wire::Opcode op, uint32_t dest_qpn);
   // What a QP's QP_GONE notices say; for an aborted QP, kept by QPN - 1
-  // while rounds are due (its timer, while the QPN is free, is the next
-  // round's).
+  // while rounds are due.
   struct GoneNotice {
     uint32_t peer = 0;
     uint32_t dest_qpn = 0;
@@ -158,6 +157,7 @@ class Endpoint {
   uint32_t local_planes_ = 0;
   uint32_t port_status_seq_ = 0;
   std::vector<GoneNotice> gone_;  // by QPN - 1
+  TimerHeap gone_timers_;         // their next rounds; key: QPN - 1
 };
 
 }  // namespace softmrc::engine
