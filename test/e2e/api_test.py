@@ -241,6 +241,15 @@ class App:
         return self.proc.returncode, text
 
 
+def no_line(app, pattern, seconds):
+    """Whether `app` prints no line matching `pattern` within `seconds`."""
+    try:
+        app.read_line(pattern, timeout=seconds)
+    except Failure:
+        return True
+    return False
+
+
 def connect(x, y):
     """Cross the two programs' exchange lines; x's QPN."""
     lx = x.read_line(r'^\d+ \d+ \d+ \d+( \d+){16}$')
@@ -536,6 +545,26 @@ def case_app_killed(args):
 
         sender_killed('sink', 'a receiver in RTS')
         sender_killed('sink_rtr', 'a receiver that left its QP in RTR')
+        # With every plane of a down when the sender dies, its first notice
+        # cannot leave: a later round (at 17, 50, 117, 252, 520, 1057 ms...
+        # for the helper's ACK timeout) tells the receiver once one is up.
+        tx = App([args.helper, 'stream', sock(args, 'app-a')])
+        rx = App([args.helper, 'sink_rtr', sock(args, 'app-b')])
+        connect(tx, rx)
+        tx.read_line(r'^written \d+', timeout=15)
+        for plane in range(PLANES):
+            ctl(args, 'a', 'port', 'set', 'a', str(plane), 'down')
+        tx.proc.kill()
+        tx.proc.wait()
+        a.read_until(r'application \d+ went away: 1 QPs destroyed', timeout=10)
+        check(no_line(rx, r'^event: QP fatal', 0.5), 'the receiver heard while a had no plane')
+        ctl(args, 'a', 'port', 'set', 'a', '0', 'up')
+        line = rx.read_line(r'^event: QP fatal', timeout=10)
+        check(line == 'event: QP fatal: remote operation error', f'after a plane came up: {line}')
+        ctl(args, 'a', 'port', 'set', 'a', '1', 'up')
+        rx.proc.kill()
+        rx.proc.wait()
+        b.read_until(r'application \d+ went away', timeout=10)
         # ...and so does a sender whose receiver is killed.
         tx = App([args.helper, 'stream', sock(args, 'app-b')])
         rx = App([args.helper, 'sink', sock(args, 'app-a')])
