@@ -85,11 +85,7 @@ struct AppServer::Client {
   };
   // A PD is a protection domain of the engine's: its QPs reach only its
   // regions, whether through an SGE or a peer's rkey.
-  struct Pd {
-    uint32_t domain = 0;
-    uint32_t users = 0;  // regions and QPs
-  };
-  std::map<uint32_t, Pd> pds;          // by id
+  std::map<uint32_t, uint32_t> pds;    // id -> domain
   std::map<uint32_t, Memory> regions;  // by key
   std::map<uint32_t, Cq> cqs;          // by id
   std::map<uint32_t, int> channels;    // id -> write end of its pipe
@@ -460,15 +456,17 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
     case MsgType::kAllocPd: {
       if (c.pds.size() >= shm::kMaxPdsPerClient) return refuse(rep, ENOMEM, "too many PDs");
       const uint32_t id = c.next_id++;
-      c.pds[id] = Client::Pd{new_domain(), 0};
+      c.pds[id] = new_domain();
       rep->u.id_rep.id = id;
       return;
     }
     case MsgType::kDeallocPd: {
       auto it = c.pds.find(req.u.key.id);
       if (it == c.pds.end()) return refuse(rep, EINVAL, "no such PD");
-      if (it->second.users != 0) return refuse(rep, EBUSY, "a region or QP still uses the PD");
-      release_domain(it->second.domain);
+      const auto in_pd = [&](const auto& entry) { return entry.second.pd == it->first; };
+      if (std::ranges::any_of(c.regions, in_pd) || std::ranges::any_of(c.qps, in_pd))
+        return refuse(rep, EBUSY, "a region or QP still uses the PD");
+      release_domain(it->second);
       c.pds.erase(it);
       return;
     }
@@ -476,7 +474,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       const shm::RegMrReq& r = req.u.reg_mr;
       auto pd = c.pds.find(r.pd);
       if (pd == c.pds.end()) return refuse(rep, EINVAL, "no such PD");
-      const uint32_t domain = pd->second.domain;
+      const uint32_t domain = pd->second;
       shm::Mapping mem;
       const char* why = "ok";
       if (const int st = shm::map_shared(fd, r.length, &mem, &why); st != 0)
@@ -507,7 +505,6 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
         return refuse(rep, ENOMEM, "the endpoint's region table is full (limits.max_regions)");
       }
       m.pd = r.pd;
-      ++pd->second.users;
       c.regions[key] = m;
       rep->u.reg_mr_rep.key = key;
       return;
@@ -521,7 +518,6 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
         (void)t.engine().deregister_region(key);
         t.framer().retire_extbuf_region(static_cast<const uint8_t*>(it->second.mem.addr));
       });
-      --c.pds[it->second.pd].users;
       retired_.push_back(Retired{&l, c.owner, it->second});
       c.regions.erase(it);
       reap(l);
@@ -610,7 +606,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
         return refuse(rep, EINVAL, "no such CQ (send or receive)");
       auto pd = c.pds.find(r.pd);
       if (pd == c.pds.end()) return refuse(rep, EINVAL, "no such PD");
-      const uint32_t domain = pd->second.domain;
+      const uint32_t domain = pd->second;
       if (r.max_send_wr == 0 || r.max_send_wr > cfg.limits.max_send_wr ||
           r.max_recv_wr > cfg.limits.max_recv_wr)
         return refuse(rep, EINVAL, "max_send_wr or max_recv_wr over the endpoint's limits");
@@ -647,7 +643,6 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       }
       rep->u.create_qp_rep.qpn = qpn;
       q.pd = r.pd;
-      ++pd->second.users;
       c.qps[qpn] = std::move(q);
       return;
     }
@@ -661,7 +656,6 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       });
       profiles_->detach_qp(l.endpoint, qpn);
       shm::unmap_shared(&it->second.mem);
-      --c.pds[it->second.pd].users;
       c.qps.erase(it);
       return;
     }
@@ -868,7 +862,7 @@ void AppServer::drop(Client& c) {
   for (auto& [id, cq] : c.cqs) shm::unmap_shared(&cq.mem);
   for (auto& [key, r] : c.regions) retired_.push_back(Retired{c.l, c.owner, r});
   for (auto& [id, wake_fd] : c.channels) ::close(wake_fd);
-  for (auto& [id, pd] : c.pds) release_domain(pd.domain);
+  for (auto& [id, domain] : c.pds) release_domain(domain);
   ::close(c.fd);
   std::erase_if(clients_, [&](const std::unique_ptr<Client>& p) { return p.get() == &c; });
   reap(l);
