@@ -29,7 +29,8 @@ constexpr TimeNs kRttMaxDecay = 64;        // per RTT sample, the max loses 1/64
 constexpr uint32_t kReorderRelaxLosses = 16;
 constexpr uint32_t kReorderRelaxRounds = 16;  // round trips without a duplicate
 constexpr uint32_t kMaxTailProbes = 2;        // between two progresses
-constexpr const char* kPeerGone = "the peer's QP is gone (its application exited)";
+constexpr const char* kPeerGone =
+    "the peer's QP is gone (its application exited, or its daemon stopped)";
 
 }  // namespace
 
@@ -407,7 +408,7 @@ uint32_t Qp::wqe_of_psn(uint32_t psn) const {
 
 void Qp::on_feedback(const wire::PacketView& pkt, uint32_t src_peer, TimeNs now, Sinks& s) {
   const wire::Feedback& fb = pkt.t.fb;
-  if (fb.code == wire::NackCode::kQpGone && (state_ == QpState::kRtr || state_ == QpState::kRts)) {
+  if (fb.code == wire::NackCode::kQpGone) {  // the endpoint hands feedback only to RTR and RTS
     on_peer_gone(fb, src_peer, s);
     return;
   }

@@ -198,7 +198,7 @@ enum smrc_wc_status {
   SMRC_WC_RETRY_EXC_ERR,   /* no acknowledgement within the retry counts */
   SMRC_WC_FATAL_ERR,       /* the daemon is gone */
   SMRC_WC_GENERAL_ERR,
-  SMRC_WC_REM_OP_ERR, /* the peer's QP is gone (its application exited) */
+  SMRC_WC_REM_OP_ERR, /* the peer's QP is gone (its application exited, or its daemon stopped) */
 };
 /* A constant string naming the status ("success", "retry exceeded", ...). */
 const char* smrc_wc_status_str(enum smrc_wc_status status);
