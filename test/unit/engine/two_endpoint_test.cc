@@ -339,6 +339,11 @@ bool has_error(Harness& h, int side, WcStatus status) {
   return false;
 }
 
+long qp_errors(Harness& h, int side) {
+  return std::count_if(h.events(side).begin(), h.events(side).end(),
+                       [](const Event& e) { return e.type == EventType::kQpError; });
+}
+
 TEST(TwoEndpoints, PacketsDroppedByBitmapAreResentOnOtherEvsAfterTheSackShowsTheHoles) {
   Harness h(quiet_config());
   h.pipe(0, 0).drop_data_bitmap = 0b100011;  // the 1st, 2nd and 6th data packets on plane 0
@@ -535,9 +540,7 @@ TEST(TwoEndpoints, AQpGoneLostOnEveryPlaneStillReachesAPeerThatOnlyReceives) {
   EXPECT_LT(h.now() - aborted_at, 2 * ack_timeout_ns(cfg.timeout));
   h.run_for(1'000'000'000);  // the later resends find B's QP in ERROR
   EXPECT_EQ(h.a().ep.counters().qp_gone_tx, 2u * (1 + kGoneNoticeResends));
-  EXPECT_EQ(std::count_if(h.events(1).begin(), h.events(1).end(),
-                          [](const Event& e) { return e.type == EventType::kQpError; }),
-            1);
+  EXPECT_EQ(qp_errors(h, 1), 1);
 }
 
 // An application with many QPs has them all aborted at once: rounds the
@@ -551,11 +554,7 @@ TEST(TwoEndpoints, QpGoneRoundsAControlQueueCannotHoldGoOutAsItDrains) {
   const TimeNs aborted_at = h.now();
   for (uint32_t qpn : h.a().qpns) ASSERT_TRUE(h.a().ep.abort_qp(qpn, aborted_at).ok());
   EXPECT_EQ(h.a().ep.counters().ctrl_dropped, 6u);
-  const auto failed = [&] {
-    return std::count_if(h.events(1).begin(), h.events(1).end(),
-                         [](const Event& e) { return e.type == EventType::kQpError; });
-  };
-  ASSERT_TRUE(h.run([&] { return failed() == 4; }, 10'000'000));
+  ASSERT_TRUE(h.run([&] { return qp_errors(h, 1) == 4; }, 10'000'000));
   EXPECT_LT(h.now() - aborted_at, ack_timeout_ns(cfg.timeout) / 2);
 }
 
