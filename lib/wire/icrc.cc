@@ -253,11 +253,13 @@ SOFTMRC_CLMUL inline __m128i fold128(__m128i acc, __m128i k, __m128i next) {
 // Where a fold has got to: the next input byte, the bytes left, and where
 // the next copied byte goes (kCopy only). The folds work on local copies: a
 // pointer kept in memory would be reloaded after every store through dst,
-// which may alias it.
+// which may alias it. `side`, if any, is an unrelated copy that the wide
+// fold makes 256 bytes a turn while it lasts (DeferredCopy).
 struct Stream {
   const uint8_t* p;
   size_t len;
   uint8_t* dst;
+  DeferredCopy* side = nullptr;
 };
 
 // Folds the whole 16-byte blocks of the stream into x, which holds what
@@ -306,13 +308,26 @@ SOFTMRC_CLMUL __m128i fold_blocks_clmul(__m128i x, Stream& s) {
     }
     x = fold128(x, k128, b);
   }
-  s = {p, len, dst};
+  s = {p, len, dst, s.side};
   return x;
 }
 
 SOFTMRC_VPCLMUL inline __m512i fold512(__m512i acc, __m512i k, __m512i next) {
   return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(acc, k, 0x00),
                                    _mm512_clmulepi64_epi128(acc, k, 0x11), next, 0x96);  // a^b^c
+}
+
+// 256 bytes of a side copy, if it has them: one turn's worth.
+SOFTMRC_VPCLMUL inline void side_turn(DeferredCopy& side) {
+  if (side.len < 256) return;
+  const uint8_t* q = side.src;
+  const __m512i d1 = _mm512_loadu_si512(q), d2 = _mm512_loadu_si512(q + 64),
+                d3 = _mm512_loadu_si512(q + 128), d4 = _mm512_loadu_si512(q + 192);
+  _mm512_storeu_si512(side.dst, d1);
+  _mm512_storeu_si512(side.dst + 64, d2);
+  _mm512_storeu_si512(side.dst + 128, d3);
+  _mm512_storeu_si512(side.dst + 192, d4);
+  side = {side.dst + 256, side.src + 256, side.len - 256};
 }
 
 // As fold_blocks_clmul, 256 bytes a turn; needs len >= 256 and leaves
@@ -343,9 +358,12 @@ SOFTMRC_VPCLMUL __m128i fold_blocks_vpclmul(__m128i x, Stream& s) {
   }
   p += 240;
   len -= 240;
+  DeferredCopy side = s.side != nullptr ? *s.side : DeferredCopy{};
+  side_turn(side);
   for (; len >= 256; p += 256, len -= 256) {
     const __m512i c1 = _mm512_loadu_si512(p), c2 = _mm512_loadu_si512(p + 64),
                   c3 = _mm512_loadu_si512(p + 128), c4 = _mm512_loadu_si512(p + 192);
+    side_turn(side);
     if constexpr (kCopy) {
       _mm512_storeu_si512(dst, c1);
       _mm512_storeu_si512(dst + 64, c2);
@@ -373,7 +391,8 @@ SOFTMRC_VPCLMUL __m128i fold_blocks_vpclmul(__m128i x, Stream& s) {
   x = fold128(_mm512_maskz_extracti32x4_epi32(0xf, z1, 0), k128,
               _mm512_maskz_extracti32x4_epi32(0xf, z1, 1));
   x = fold128(x, k128, _mm512_maskz_extracti32x4_epi32(0xf, z1, 2));
-  s = {p, len, dst};
+  if (s.side != nullptr) *s.side = side;
+  s = {p, len, dst, s.side};
   return fold128(x, k128, _mm512_maskz_extracti32x4_epi32(0xf, z1, 3));
 }
 
@@ -488,8 +507,9 @@ constexpr bool icrc_is_short(size_t h) {
 }
 
 // A stream of len >= 16 bytes; with a mask, len >= 16 * mask->blocks.
+// Makes what it can of `side` on the way (Stream).
 SOFTMRC_CLMUL uint32_t crc_folded(bool wide, uint32_t state, const uint8_t* p, size_t len,
-                                  const IcrcMask* mask) {
+                                  const IcrcMask* mask, DeferredCopy* side = nullptr) {
   const uint8_t* const last16 = p + len - 16;
   __m128i x;
   if (len < 16 * (kShortBlocks + 1)) {
@@ -497,7 +517,7 @@ SOFTMRC_CLMUL uint32_t crc_folded(bool wide, uint32_t state, const uint8_t* p, s
     x = fold_short(state, p, n, mask != nullptr ? *mask : kNoMask);
     len -= 16 * n;
   } else {
-    Stream s{p, len, nullptr};
+    Stream s{p, len, nullptr, side};
     x = fold_stream(wide, state, s, mask);
     len = s.len;
   }
@@ -510,8 +530,9 @@ SOFTMRC_CLMUL uint32_t crc_folded(bool wide, uint32_t state, const uint8_t* p, s
 // source: read back from dst they would wait for the copy's stores.
 template <bool kCopy>
 SOFTMRC_CLMUL uint32_t crc_continued(bool wide, __m128i x, uint8_t* dst, const uint8_t* src,
-                                     size_t len, const uint8_t* last16) {
-  Stream s{src, len, dst};
+                                     size_t len, const uint8_t* last16,
+                                     DeferredCopy* side = nullptr) {
+  Stream s{src, len, dst, side};
   x = fold_blocks<kCopy>(wide, x, s);
   if (s.len > 0) {
     if constexpr (kCopy) std::memcpy(s.dst, s.p, s.len);
@@ -526,11 +547,12 @@ SOFTMRC_CLMUL uint32_t crc_continued(bool wide, __m128i x, uint8_t* dst, const u
 // on from there.
 template <bool kCopy>
 SOFTMRC_CLMUL uint32_t icrc_folded(bool wide, const IcrcMask& m, const uint8_t* l3, size_t h,
-                                   uint8_t* dst, const uint8_t* src, size_t len) {
+                                   uint8_t* dst, const uint8_t* src, size_t len,
+                                   DeferredCopy* side = nullptr) {
   Stream headers{l3, h, nullptr};
   __m128i x = fold_stream(wide, kIcrcSeed, headers, &m);
   if (headers.len > 0) x = fold_tail(x, l3 + h - 16, headers.len);
-  return crc32_final(crc_continued<kCopy>(wide, x, dst, src, len, src + len - 16));
+  return crc32_final(crc_continued<kCopy>(wide, x, dst, src, len, src + len - 16, side));
 }
 
 SOFTMRC_CLMUL __m128i copy_first_block(uint32_t state, uint8_t* dst, const uint8_t* src) {
@@ -540,11 +562,12 @@ SOFTMRC_CLMUL __m128i copy_first_block(uint32_t state, uint8_t* dst, const uint8
 }
 #endif
 
-uint32_t crc_masked(uint32_t state, const uint8_t* p, size_t len, const IcrcMask& m) {
+uint32_t crc_masked(uint32_t state, const uint8_t* p, size_t len, const IcrcMask& m,
+                    DeferredCopy* side) {
 #if defined(__x86_64__)
   const CrcEngine e = engine();
   if (e != CrcEngine::kTables && len >= 16 * m.blocks)
-    return crc_folded(e == CrcEngine::kVpclmul, state, p, len, &m);
+    return crc_folded(e == CrcEngine::kVpclmul, state, p, len, &m, side);
 #endif
   return crc_masked_tables(state, p, len, m);
 }
@@ -552,12 +575,13 @@ uint32_t crc_masked(uint32_t state, const uint8_t* p, size_t len, const IcrcMask
 // The ICRC state after the len bytes at l3 (from the IP header on), taken
 // from the seed with `m` OR-ed over them: a header-only packet, or headers
 // and a short payload in one stream.
-uint32_t icrc_masked(const IcrcMask& m, const uint8_t* l3, size_t len) {
+uint32_t icrc_masked(const IcrcMask& m, const uint8_t* l3, size_t len,
+                     DeferredCopy* side = nullptr) {
 #if defined(__x86_64__)
   if (engine() != CrcEngine::kTables && icrc_is_short(len))
     return kIcrcShort[(len + 15) / 16 - 1](m.bytes(), l3, len);
 #endif
-  return crc_masked(kIcrcSeed, l3, len, m);
+  return crc_masked(kIcrcSeed, l3, len, m, side);
 }
 
 }  // namespace
@@ -603,7 +627,7 @@ uint32_t crc32_copy(uint32_t state, uint8_t* dst, const uint8_t* src, size_t len
 }
 
 uint32_t icrc_of(const IcrcLayout& layout, std::span<const uint8_t> headers,
-                 std::span<const uint8_t> payload) {
+                 std::span<const uint8_t> payload, DeferredCopy* side) {
   const IcrcMask& m = mask_of(layout);
   const uint8_t* l3 = headers.data() + layout.l3_offset;
   const size_t h = headers.size() - layout.l3_offset;
@@ -611,9 +635,9 @@ uint32_t icrc_of(const IcrcLayout& layout, std::span<const uint8_t> headers,
   const CrcEngine e = engine();
   if (e != CrcEngine::kTables && h >= 16 * m.blocks && payload.size() >= 16)
     return icrc_folded<false>(e == CrcEngine::kVpclmul, m, l3, h, nullptr, payload.data(),
-                              payload.size());
+                              payload.size(), side);
 #endif
-  uint32_t state = icrc_masked(m, l3, h);
+  uint32_t state = icrc_masked(m, l3, h, side);
   if (!payload.empty()) state = crc32_update(state, payload.data(), payload.size());
   return crc32_final(state);
 }

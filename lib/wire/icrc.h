@@ -39,9 +39,11 @@ CrcEngine crc32_set_engine(CrcEngine engine);
 CrcEngine crc32_best_engine();
 
 // The ICRC of bytes[l3_offset, end) of `headers` followed by `payload`.
-// `headers` must hold at least the IP, SRH, UDP and BTH headers.
+// `headers` must hold at least the IP, SRH, UDP and BTH headers. With
+// `side`, the fold makes what it can of that copy on the way (the wide
+// fold of a long stream: whole 256-byte turns) and leaves the rest in it.
 uint32_t icrc_of(const IcrcLayout& layout, std::span<const uint8_t> headers,
-                 std::span<const uint8_t> payload);
+                 std::span<const uint8_t> payload, DeferredCopy* side = nullptr);
 
 // The ICRC of a frame whose headers (`hlen` bytes, at least the IP, SRH,
 // UDP and BTH headers) are already in `frame`, while `payload` is copied to

@@ -257,10 +257,25 @@ struct PortChecks {
   PortVerdict ipv4_checksum = PortVerdict::kUnchecked;  // the IPv4 header checksum
 };
 
+// A copy one step leaves for a later one to make: the engine's placement of
+// a received payload, which softmrcd makes while the next packet's ICRC is
+// folded. The fold is bound by its multiplies and leaves the CPU's loads
+// and stores idle, so the copy costs next to nothing there. The buffers
+// must not overlap each other or the data being folded.
+struct DeferredCopy {
+  uint8_t* dst = nullptr;
+  const uint8_t* src = nullptr;
+  size_t len = 0;
+};
+
 // On success every field of *out is written, so one view can serve packet
 // after packet; on failure *out is reset to a default view.
 ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, PacketView* out,
                   PortChecks checked = {});
+// parse() that also makes `side`, whatever the result: folded into the
+// ICRC check where that has room for it, else copied after it.
+ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, PacketView* out,
+                  PortChecks checked, const DeferredCopy& side);
 
 // The wire EV the packet was sent on, reassembled from its headers for the
 // given mode (UDP: source port; STEV: port and flow label; SRv6: the

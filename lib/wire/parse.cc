@@ -96,10 +96,9 @@ ParseStatus check_fields(const Transport& t, uint32_t payload_len, bool trimmed)
   return status;
 }
 
-}  // namespace
-
-ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, PacketView* out,
-                  PortChecks checked) {
+// parse(), folding what it can of `side` into the ICRC check.
+ParseStatus parse_frame(std::span<const uint8_t> frame, const ParseConfig& cfg, PacketView* out,
+                        PortChecks checked, DeferredCopy* side) {
   const uint8_t* const base = frame.data();
   const size_t size = frame.size();
   PacketView& v = *out;
@@ -208,7 +207,7 @@ ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, Packet
   // The ICRC is computed here and compared last: its latency then overlaps
   // with reading the rest of the headers instead of adding to it.
   const bool check_icrc = cfg.verify_icrc && v.dscp != cfg.dscp.trimmed;
-  const uint32_t icrc = check_icrc ? icrc_of(layout, frame.first(ip_end - kIcrcLen), {}) : 0;
+  const uint32_t icrc = check_icrc ? icrc_of(layout, frame.first(ip_end - kIcrcLen), {}, side) : 0;
   Transport& t = v.t;
   t.opcode = static_cast<Opcode>(opcode);
   t.pkey = get_be16(bth + offsetof(Bth, pkey));
@@ -249,6 +248,21 @@ ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, Packet
   v.payload = payload_len ? base + off : nullptr;
   v.payload_len = static_cast<uint32_t>(payload_len);
   return ParseStatus::kOk;
+}
+
+}  // namespace
+
+ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, PacketView* out,
+                  PortChecks checked) {
+  return parse_frame(frame, cfg, out, checked, nullptr);
+}
+
+ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, PacketView* out,
+                  PortChecks checked, const DeferredCopy& side) {
+  DeferredCopy rest = side;
+  const ParseStatus st = parse_frame(frame, cfg, out, checked, &rest);
+  if (rest.len > 0) std::memcpy(rest.dst, rest.src, rest.len);
+  return st;
 }
 
 WireEv wire_ev_of(const PacketView& pkt, EvMode mode) {

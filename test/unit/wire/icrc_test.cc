@@ -414,5 +414,85 @@ TEST_F(EveryEngine, IcrcOfShortStreamsMatchesTheTablesAtEveryLength) {
   }
 }
 
+// parse() with a deferred copy makes the copy whatever it finds (a good
+// frame, a bad ICRC, a truncated frame, a trimmed one, no ICRC check), and
+// finds what it finds without one. The copy touches no byte outside its
+// destination.
+TEST_F(EveryEngine, ParseMakesItsDeferredCopyWhateverTheResult) {
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE(seed_note(seed));
+  std::mt19937_64 rng(seed);
+  constexpr uint8_t kGuard = 0x5a;
+  std::vector<uint8_t> src(9100 + 64);
+  std::vector<uint8_t> dst(9100 + 128);
+  for (auto& b : src) b = static_cast<uint8_t>(rng());
+  for (CrcEngine e : engines()) {
+    use(e);
+    for (int i = 0; i < 600; ++i) {
+      const Framing& fr = kFramings[rng() % std::size(kFramings)];
+      const Opcode op = rng() % 2 ? Opcode::kWriteOnly : Opcode::kWriteMiddle;
+      const auto len = static_cast<uint32_t>(std::min<size_t>(random_length(rng), kMaxPayload));
+      auto frame = build(make_frame(fr.ip, fr.mode, fr.vlan, fr.srh),
+                         make_transport(op, std::max<uint32_t>(len, 1)),
+                         make_payload(std::max<uint32_t>(len, 1)));
+      ASSERT_FALSE(frame.empty());
+      ParseConfig cfg;
+      cfg.ev_mode = fr.mode;
+      const int variant = static_cast<int>(rng() % 5);
+      if (variant == 1) frame.back() ^= 1;  // the ICRC
+      if (variant == 2) frame.resize(frame.size() / 2);
+      if (variant == 3) cfg.verify_icrc = false;
+      if (variant == 4) {  // the frame's DSCP is the one that says trimmed
+        PacketView v;
+        ASSERT_EQ(parse(frame, cfg, &v), ParseStatus::kOk);
+        cfg.dscp.trimmed = v.dscp;
+      }
+      const size_t copy_len = random_length(rng);
+      const size_t from = rng() % 64;
+      const size_t to = rng() % 64;
+      SCOPED_TRACE(std::string(engine_name(e)) + " variant " + std::to_string(variant) +
+                   " payload " + std::to_string(len) + " copy " + std::to_string(copy_len) +
+                   " from " + std::to_string(from) + " to " + std::to_string(to));
+      std::fill(dst.begin(), dst.end(), kGuard);
+      PacketView plain;
+      PacketView copying;
+      const ParseStatus want = parse(frame, cfg, &plain);
+      ASSERT_EQ(parse(frame, cfg, &copying, {},
+                      DeferredCopy{dst.data() + to, src.data() + from, copy_len}),
+                want);
+      ASSERT_EQ(copying.payload_len, plain.payload_len);
+      ASSERT_EQ(copying.trimmed, plain.trimmed);
+      ASSERT_EQ(0, std::memcmp(dst.data() + to, src.data() + from, copy_len));
+      ASSERT_TRUE(std::all_of(dst.begin(), dst.begin() + static_cast<ptrdiff_t>(to), [](uint8_t b) {
+        return b == kGuard;
+      })) << "wrote before dst";
+      ASSERT_TRUE(std::all_of(dst.begin() + static_cast<ptrdiff_t>(to + copy_len), dst.end(),
+                              [](uint8_t b) { return b == kGuard; }))
+          << "wrote past dst + len";
+    }
+  }
+}
+
+// The wide fold makes the copy in its 256-byte turns (what it is for), and
+// leaves the rest, exactly, to its caller.
+TEST_F(EveryEngine, WideFoldMakesMostOfADeferredCopy) {
+  if (crc32_best_engine() != CrcEngine::kVpclmul) GTEST_SKIP() << "no VPCLMULQDQ";
+  use(CrcEngine::kVpclmul);
+  const auto frame = build(make_frame(IpVersion::kV6, EvMode::kUdp),
+                           make_transport(Opcode::kWriteMiddle, 4096), make_payload(4096));
+  const IcrcLayout layout{14, IpVersion::kV6, false, EvMode::kUdp};
+  const std::span<const uint8_t> covered(frame.data(), frame.size() - kIcrcLen);
+  const auto src = make_payload(4096 + 100);
+  std::vector<uint8_t> dst(src.size());
+  DeferredCopy side{dst.data(), src.data(), src.size()};
+  ASSERT_EQ(icrc_of(layout, covered, {}, &side), icrc_of(layout, covered, {}));
+  ASSERT_LT(side.len, 512u);
+  ASSERT_EQ(side.len % 256, 100u);
+  const size_t made = src.size() - side.len;
+  EXPECT_EQ(side.src, src.data() + made);
+  EXPECT_EQ(side.dst, dst.data() + made);
+  EXPECT_EQ(0, std::memcmp(dst.data(), src.data(), made));
+}
+
 }  // namespace
 }  // namespace softmrc::wire
