@@ -244,8 +244,9 @@ Status Endpoint::post_recv(uint32_t qpn, const RecvRequest& wr) {
   return q->post_recv(wr);
 }
 
-void Endpoint::on_packet(const wire::PacketView& pkt, uint8_t plane, TimeNs now,
-                         uint32_t src_peer) {
+void Endpoint::on_packet(const wire::PacketView& pkt, uint8_t plane, TimeNs now, uint32_t src_peer,
+                         wire::DeferredCopy* deferred) {
+  if (deferred != nullptr) *deferred = {};
   ++counters_.rx_packets;
   if (plane >= cfg_.num_planes) {
     ++counters_.rx_bad_plane;
@@ -272,6 +273,7 @@ void Endpoint::on_packet(const wire::PacketView& pkt, uint8_t plane, TimeNs now,
     return;
   }
   Sinks s = sinks();
+  s.deferred = deferred;
   if (wire::is_data(op))
     q->on_data(pkt, plane, now, s);
   else if (wire::is_feedback(op))

@@ -77,8 +77,13 @@ class Endpoint {
 
   // A parsed packet that arrived on `plane`. `src_peer` names the sender for
   // connectionless probes (QPN 0), whose reply has no QP to take it from.
+  // With `deferred`, a data packet's payload is not copied into registered
+  // memory: the copy is left in *deferred (len 0: none) for the caller to
+  // make before it next calls poll_tx() or poll_completions(), which may
+  // hand out the packet's ACK or its message's completion. softmrcd makes
+  // it while it checks the next packet's ICRC (wire::DeferredCopy).
   void on_packet(const wire::PacketView& pkt, uint8_t plane, TimeNs now,
-                 uint32_t src_peer = kUnknownPeer);
+                 uint32_t src_peer = kUnknownPeer, wire::DeferredCopy* deferred = nullptr);
   // Up to `max` packets to send now: control packets first, then each QP's
   // probes, port status, retransmissions and new data, bounded by its
   // congestion window and MPR. Runs due timers first.

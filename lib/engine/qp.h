@@ -50,6 +50,9 @@ struct Sinks {
   MemoryTable& mem;
   uint32_t local_planes;     // bit per plane: this endpoint's port is up
   uint32_t port_status_seq;  // numbers this endpoint's port-status updates
+  // Where a placement goes that the caller makes (Endpoint::on_packet);
+  // nullptr: placed at once.
+  wire::DeferredCopy* deferred = nullptr;
 
   void complete(const Completion& c) {
     if (!cq.push(c)) ++ep.cq_overflow;

@@ -76,7 +76,10 @@ bool Qp::place(const wire::PacketView& pkt, Sinks& s, wire::NackCode* why) {
     *why = wire::NackCode::kRemoteAccess;
     return false;
   }
-  std::memcpy(dst, pkt.payload, len);
+  if (s.deferred != nullptr)
+    *s.deferred = {dst, pkt.payload, len};
+  else
+    std::memcpy(dst, pkt.payload, len);
   return true;
 }
 

@@ -42,6 +42,38 @@ TEST(Responder, PlacesPacketsInAnyOrderWithinTheWindow) {
   EXPECT_EQ(q.qp().counters().rx_data_bytes, 2148u);
 }
 
+// softmrcd makes each placement itself, while it checks the next packet's
+// ICRC: the engine then accepts the packet but leaves the copy to it, and a
+// packet it places nothing for leaves no copy.
+TEST(Responder, ADeferredPlacementIsLeftToItsCaller) {
+  OneQp q;
+  const auto before = q.mem;
+  const auto payload = bytes(100, 7);
+  const wire::DeferredCopy stale{q.mem.data(), payload.data(), 1};
+  wire::DeferredCopy d = stale;
+  q.ep.on_packet(q.data(500, Opcode::kWriteOnly, 4096, 100, 0, payload), 0, 10, kUnknownPeer, &d);
+  EXPECT_EQ(q.mem, before);
+  EXPECT_EQ(d.dst, q.mem.data() + 4096);
+  EXPECT_EQ(d.src, payload.data());
+  EXPECT_EQ(d.len, 100u);
+  EXPECT_EQ(q.qp().epsn(), 501u);
+  EXPECT_EQ(q.qp().counters().rx_data_packets, 1u);
+
+  d = stale;
+  q.ep.on_packet(q.data(500, Opcode::kWriteOnly, 4096, 100, 0, payload), 0, 20, kUnknownPeer, &d);
+  EXPECT_EQ(d.len, 0u) << "a duplicate";
+  EXPECT_EQ(q.qp().counters().rx_duplicates, 1u);
+
+  d = stale;
+  const auto small = bytes(16, 1);
+  wire::PacketView outside = q.data(501, Opcode::kWriteOnly, 0, 16, 0, small);
+  outside.t.data.rkey += 1;
+  q.ep.on_packet(outside, 0, 30, kUnknownPeer, &d);
+  EXPECT_EQ(d.len, 0u) << "refused";
+  EXPECT_EQ(q.qp().state(), QpState::kError);
+  EXPECT_EQ(q.mem, before);
+}
+
 TEST(Responder, DuplicateIsDiscardedCountedAndAcknowledgedAtOnce) {
   OneQpConfig cfg;
   cfg.tuning.ack_every_packets = 16;
