@@ -399,26 +399,38 @@ void EndpointTask::handle_received(uint32_t plane, uint64_t now) {
   Plane& p = planes_[plane];
   const uint16_t n = p.num_received;
   if (n == 0) return;
+  // Each payload's placement is made while the next packet's ICRC is
+  // checked (wire::DeferredCopy); the last one's before the mbufs go.
+  wire::DeferredCopy placement;
   for (uint16_t i = 0; i < n; ++i) {
     if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(p.received[i + 1], void*));
-    handle_rx(p.received[i], plane, now);
+    handle_rx(p.received[i], plane, now, placement);
   }
+  if (placement.len > 0) std::memcpy(placement.dst, placement.src, placement.len);
   rte_pktmbuf_free_bulk(p.received, n);
   p.num_received = 0;
 }
 
-void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {
+void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now,
+                             wire::DeferredCopy& placement) {
   const uint32_t len = m->pkt_len;
   if (len > max_frame_) {
     ++drops_.other[size_t(Drop::kRxTooLong)];
     return;
   }
-  const void* frame = m->nb_segs == 1 ? rte_pktmbuf_mtod(m, const void*)
-                                      : rte_pktmbuf_read(m, 0, len, scratch_.data());
+  const void* frame = rte_pktmbuf_mtod(m, const void*);
+  if (m->nb_segs > 1) {
+    // The placement's source may be the previous chained frame in scratch_.
+    if (placement.len > 0) std::memcpy(placement.dst, placement.src, placement.len);
+    placement = {};
+    frame = rte_pktmbuf_read(m, 0, len, scratch_.data());
+  }
   const auto* data = static_cast<const uint8_t*>(frame);
   wire::PortChecks checked;
   if (planes_[plane].port_checks_ipv4) checked.ipv4_checksum = ipv4_checksum_verdict(m->ol_flags);
-  const wire::ParseStatus st = wire::parse({data, len}, framer_.parse_config(), &view_, checked);
+  const wire::ParseStatus st =
+      wire::parse({data, len}, framer_.parse_config(), &view_, checked, placement);
+  placement = {};
   if (st != wire::ParseStatus::kOk) {
     ++drops_.parse[size_t(st)];
     return;
@@ -441,7 +453,7 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now) {
       (view_.t.opcode == wire::Opcode::kNack && view_.t.fb.code == wire::NackCode::kQpGone);
   const uint32_t src_peer =
       sender_matters ? framer_.peer_of(view_, static_cast<uint8_t>(plane)) : engine::kUnknownPeer;
-  ep_.on_packet(view_, static_cast<uint8_t>(plane), now, src_peer);
+  ep_.on_packet(view_, static_cast<uint8_t>(plane), now, src_peer, &placement);
 }
 
 void EndpointTask::drain_engine(uint64_t now) {

@@ -161,7 +161,9 @@ class EndpointTask {
   uint32_t receive_bursts();
   // This pass's frames of the plane, taken by receive_bursts().
   void handle_received(uint32_t plane, uint64_t now);
-  void handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now);
+  // Makes `placement` (the previous packet's) on the way and leaves this
+  // packet's in it.
+  void handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now, wire::DeferredCopy& placement);
   void drain_engine(uint64_t now);
   void to_control(const engine::Event& e);
   // How many frames the ports took.
