@@ -260,8 +260,8 @@ struct PortChecks {
 // A copy one step leaves for a later one to make: the engine's placement of
 // a received payload, which softmrcd makes while the next packet's ICRC is
 // folded. The fold is bound by its multiplies and leaves the CPU's loads
-// and stores idle, so the copy costs next to nothing there. The buffers
-// must not overlap each other or the data being folded.
+// and stores idle, so the copy costs next to nothing there. Its
+// destination must not overlap its source or the data being folded.
 struct DeferredCopy {
   uint8_t* dst = nullptr;
   const uint8_t* src = nullptr;

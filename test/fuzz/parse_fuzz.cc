@@ -127,6 +127,18 @@ void check_rebuild(const PacketView& v, EvMode parsed_mode) {
           "rebuilding is a fixed point");
 }
 
+// A parse that makes a deferred copy on the way (of the frame itself, here)
+// finds what a plain one finds, and makes the whole copy.
+void check_deferred_copy(std::span<const uint8_t> in, const ParseConfig& cfg, ParseStatus status) {
+  uint8_t copy[kFrameCapacity];
+  if (in.size() > sizeof(copy)) return;
+  PacketView view;
+  const ParseStatus again = parse(in, cfg, &view, {}, DeferredCopy{copy, in.data(), in.size()});
+  require(again == status, "a deferred copy does not change what parse() finds", again);
+  require(in.empty() || std::memcmp(copy, in.data(), in.size()) == 0,
+          "parse() makes the whole deferred copy");
+}
+
 void check_trim(std::span<const uint8_t> in) {
   uint8_t copy[kFrameCapacity];
   if (in.size() > sizeof(copy)) return;
@@ -182,6 +194,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       PacketView view;
       const ParseStatus status = parse(in, cfg, &view);
       check_view(in, status, view);
+      check_deferred_copy(in, cfg, status);
       (void)wire_ev_of(view, mode);
       if (status == ParseStatus::kOk && !view.trimmed) check_rebuild(view, mode);
     }
