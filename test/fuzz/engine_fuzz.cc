@@ -6,7 +6,8 @@
 // with wire::build_packet and let through only if wire::parse accepts them,
 // as softmrcd would), passes of poll_tx, time going by, new Writes and
 // receives, planes going down and up, a QP moved to ERROR, abandoned or
-// aborted and reopened. The promises checked:
+// aborted and reopened; a placement is sometimes left to the script, as
+// softmrcd leaves it (on_packet's DeferredCopy). The promises checked:
 //   - nothing is written outside a region registered with remote write:
 //     the pages around each region and a deregistered region are poisoned
 //     for ASan, so any access aborts, and a region registered without
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "fuzz_endpoint.h"
@@ -285,7 +287,17 @@ class Script {
     wire::PacketView v;
     if (!frame_and_parse(t, wire::WireEv{}, ce, trim, {payload_, len}, frame_, &v)) return;
     const uint8_t plane = in.ConsumeIntegralInRange<uint8_t>(0, kPlanes - 1);
-    ep_.on_packet(v, plane, now_, /*src_peer=*/0);
+    // As softmrcd does, the placement may be left to the caller.
+    wire::DeferredCopy placement;
+    ep_.on_packet(v, plane, now_, /*src_peer=*/0, in.ConsumeBool() ? &placement : nullptr);
+    if (placement.len > 0) {
+      const auto at = reinterpret_cast<uintptr_t>(placement.dst);
+      const auto base = reinterpret_cast<uintptr_t>(remote_.data());
+      if (at < base || at + placement.len > base + remote_.size() || placement.src != v.payload ||
+          placement.len != v.payload_len)
+        fail("a deferred placement is not the payload into the remote-write region");
+      std::memcpy(placement.dst, placement.src, placement.len);
+    }
     if (in.ConsumeBool()) poll();
   }
 

@@ -156,11 +156,26 @@ TEST_F(EveryEngine, CrcOfPiecesEqualsTheCrcOfTheWhole) {
   }
 }
 
+// What a copy's destination buffer holds around the copy.
+constexpr uint8_t kGuard = 0xa5;
+
+// That `dst` holds the `len` bytes of `src` at `to`, and kGuard elsewhere.
+::testing::AssertionResult copied_alone(const std::vector<uint8_t>& dst, size_t to,
+                                        const uint8_t* src, size_t len) {
+  const auto is_guard = [](uint8_t b) { return b == kGuard; };
+  if (std::memcmp(dst.data() + to, src, len) != 0)
+    return ::testing::AssertionFailure() << "the copy differs";
+  if (!std::all_of(dst.begin(), dst.begin() + static_cast<ptrdiff_t>(to), is_guard))
+    return ::testing::AssertionFailure() << "wrote before dst";
+  if (!std::all_of(dst.begin() + static_cast<ptrdiff_t>(to + len), dst.end(), is_guard))
+    return ::testing::AssertionFailure() << "wrote past dst + len";
+  return ::testing::AssertionSuccess();
+}
+
 TEST_F(EveryEngine, CrcCopyEqualsACopyThenACrc) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE(seed_note(seed));
   std::mt19937_64 rng(seed);
-  constexpr uint8_t kGuard = 0xa5;
   std::vector<uint8_t> src(9100 + 64);
   std::vector<uint8_t> dst(9100 + 128);
   for (auto& b : src) b = static_cast<uint8_t>(rng());
@@ -175,13 +190,8 @@ TEST_F(EveryEngine, CrcCopyEqualsACopyThenACrc) {
       const uint32_t got = crc32_copy(state, dst.data() + to, src.data() + from, len);
       ASSERT_EQ(got, crc32_bitwise_update(state, src.data() + from, len))
           << engine_name(e) << " len " << len << " from " << from << " to " << to;
-      ASSERT_EQ(0, std::memcmp(dst.data() + to, src.data() + from, len))
-          << engine_name(e) << " len " << len;
-      ASSERT_TRUE(std::all_of(dst.begin(), dst.begin() + to, [](uint8_t b) { return b == kGuard; }))
-          << "wrote before dst";
-      ASSERT_TRUE(std::all_of(dst.begin() + to + len, dst.end(), [](uint8_t b) {
-        return b == kGuard;
-      })) << "wrote past dst + len";
+      ASSERT_TRUE(copied_alone(dst, to, src.data() + from, len))
+          << engine_name(e) << " len " << len << " from " << from << " to " << to;
     }
   }
 }
@@ -422,7 +432,6 @@ TEST_F(EveryEngine, ParseMakesItsDeferredCopyWhateverTheResult) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE(seed_note(seed));
   std::mt19937_64 rng(seed);
-  constexpr uint8_t kGuard = 0x5a;
   std::vector<uint8_t> src(9100 + 64);
   std::vector<uint8_t> dst(9100 + 128);
   for (auto& b : src) b = static_cast<uint8_t>(rng());
@@ -462,13 +471,7 @@ TEST_F(EveryEngine, ParseMakesItsDeferredCopyWhateverTheResult) {
                 want);
       ASSERT_EQ(copying.payload_len, plain.payload_len);
       ASSERT_EQ(copying.trimmed, plain.trimmed);
-      ASSERT_EQ(0, std::memcmp(dst.data() + to, src.data() + from, copy_len));
-      ASSERT_TRUE(std::all_of(dst.begin(), dst.begin() + static_cast<ptrdiff_t>(to), [](uint8_t b) {
-        return b == kGuard;
-      })) << "wrote before dst";
-      ASSERT_TRUE(std::all_of(dst.begin() + static_cast<ptrdiff_t>(to + copy_len), dst.end(),
-                              [](uint8_t b) { return b == kGuard; }))
-          << "wrote past dst + len";
+      ASSERT_TRUE(copied_alone(dst, to, src.data() + from, copy_len));
     }
   }
 }
