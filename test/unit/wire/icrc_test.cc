@@ -159,6 +159,16 @@ TEST_F(EveryEngine, CrcOfPiecesEqualsTheCrcOfTheWhole) {
 // What a copy's destination buffer holds around the copy.
 constexpr uint8_t kGuard = 0xa5;
 
+// Random bytes to copy from, and a destination with room around any copy
+// of up to 9100 bytes at an offset under 64.
+struct CopyBuffers {
+  explicit CopyBuffers(std::mt19937_64& rng) : src(9100 + 64), dst(9100 + 128) {
+    for (auto& b : src) b = static_cast<uint8_t>(rng());
+  }
+  std::vector<uint8_t> src;
+  std::vector<uint8_t> dst;
+};
+
 // That `dst` holds the `len` bytes of `src` at `to`, and kGuard elsewhere.
 ::testing::AssertionResult copied_alone(const std::vector<uint8_t>& dst, size_t to,
                                         const uint8_t* src, size_t len) {
@@ -176,9 +186,7 @@ TEST_F(EveryEngine, CrcCopyEqualsACopyThenACrc) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE(seed_note(seed));
   std::mt19937_64 rng(seed);
-  std::vector<uint8_t> src(9100 + 64);
-  std::vector<uint8_t> dst(9100 + 128);
-  for (auto& b : src) b = static_cast<uint8_t>(rng());
+  auto [src, dst] = CopyBuffers(rng);
   for (CrcEngine e : engines()) {
     use(e);
     for (int i = 0; i < 1000; ++i) {
@@ -432,9 +440,7 @@ TEST_F(EveryEngine, ParseMakesItsDeferredCopyWhateverTheResult) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE(seed_note(seed));
   std::mt19937_64 rng(seed);
-  std::vector<uint8_t> src(9100 + 64);
-  std::vector<uint8_t> dst(9100 + 128);
-  for (auto& b : src) b = static_cast<uint8_t>(rng());
+  auto [src, dst] = CopyBuffers(rng);
   for (CrcEngine e : engines()) {
     use(e);
     for (int i = 0; i < 600; ++i) {
