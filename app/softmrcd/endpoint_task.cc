@@ -406,7 +406,7 @@ void EndpointTask::handle_received(uint32_t plane, uint64_t now) {
     if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(p.received[i + 1], void*));
     handle_rx(p.received[i], plane, now, placement);
   }
-  if (placement.len > 0) std::memcpy(placement.dst, placement.src, placement.len);
+  placement.make();
   rte_pktmbuf_free_bulk(p.received, n);
   p.num_received = 0;
 }
@@ -421,8 +421,7 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now,
   const void* frame = rte_pktmbuf_mtod(m, const void*);
   if (m->nb_segs > 1) {
     // The placement's source may be the previous chained frame in scratch_.
-    if (placement.len > 0) std::memcpy(placement.dst, placement.src, placement.len);
-    placement = {};
+    placement.make();
     frame = rte_pktmbuf_read(m, 0, len, scratch_.data());
   }
   const auto* data = static_cast<const uint8_t*>(frame);

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "wire/headers.h"
@@ -266,6 +267,12 @@ struct DeferredCopy {
   uint8_t* dst = nullptr;
   const uint8_t* src = nullptr;
   size_t len = 0;
+
+  // Makes what is left of the copy, which leaves none.
+  void make() {
+    if (len > 0) std::memcpy(dst, src, len);
+    *this = {};
+  }
 };
 
 // On success every field of *out is written, so one view can serve packet

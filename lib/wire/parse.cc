@@ -261,7 +261,7 @@ ParseStatus parse(std::span<const uint8_t> frame, const ParseConfig& cfg, Packet
                   PortChecks checked, const DeferredCopy& side) {
   DeferredCopy rest = side;
   const ParseStatus st = parse_frame(frame, cfg, out, checked, &rest);
-  if (rest.len > 0) std::memcpy(rest.dst, rest.src, rest.len);
+  rest.make();
   return st;
 }
 

@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "fuzz_endpoint.h"
@@ -296,7 +295,7 @@ class Script {
       if (at < base || at + placement.len > base + remote_.size() || placement.src != v.payload ||
           placement.len != v.payload_len)
         fail("a deferred placement is not the payload into the remote-write region");
-      std::memcpy(placement.dst, placement.src, placement.len);
+      placement.make();
     }
     if (in.ConsumeBool()) poll();
   }
