@@ -28,6 +28,7 @@ namespace softmrc::smrc_fabric {
 struct Options {
   std::string config;
   bool help = false;
+  bool version = false;
   int64_t log_interval_ms = -1;  // -1: the config's stats.log_interval_ms
   uint64_t duration_ms = 0;      // 0: until SIGINT or SIGTERM
 };

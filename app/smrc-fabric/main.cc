@@ -47,6 +47,7 @@ void print_usage(const char* prog) {
       "                           (default: the config's stats.log_interval_ms, 1000)\n"
       "      --duration-ms N      stop after N ms (default: run until SIGINT/SIGTERM)\n"
       "  -h, --help               this text\n"
+      "      --version            softmrc's release and the DPDK it runs on\n"
       "\n"
       "A plane that goes down drops everything in both directions; ports whose PMD\n"
       "can take their link down (net_tap, net_ring) go down with it, net_memif\n"
@@ -67,12 +68,13 @@ int usage_error(const std::string& msg) {
 }
 
 bool parse_options(int argc, char** argv, Options* o, std::string* err) {
-  enum : int { kLogInterval = 256, kDuration };
+  enum : int { kLogInterval = 256, kDuration, kVersion };
   static const option kLong[] = {
       {"config", required_argument, nullptr, 'c'},
       {"log-interval-ms", required_argument, nullptr, kLogInterval},
       {"duration-ms", required_argument, nullptr, kDuration},
       {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, kVersion},
       {nullptr, 0, nullptr, 0},
   };
   optind = 1;
@@ -97,6 +99,9 @@ bool parse_options(int argc, char** argv, Options* o, std::string* err) {
       case 'h':
         o->help = true;
         return true;
+      case kVersion:
+        o->version = true;
+        return true;
       default:
         *err = softmrc::softmrcd::option_error(c, argv);
         return false;
@@ -113,12 +118,20 @@ int main(int argc, char** argv) {
     print_usage(argv[0]);
     return 0;
   }
+  if (args.version_only) {
+    softmrc::softmrcd::print_version("smrc-fabric");
+    return 0;
+  }
   Options opt;
   std::string err;
   if (!parse_options(static_cast<int>(args.own.size()), args.own.data(), &opt, &err))
     return usage_error(err);
   if (opt.help) {
     print_usage(argv[0]);
+    return 0;
+  }
+  if (opt.version) {
+    softmrc::softmrcd::print_version("smrc-fabric");
     return 0;
   }
   FabricConfig cfg;

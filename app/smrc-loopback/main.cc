@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/version.h"
 #include "engine/endpoint.h"
 #include "pattern/pattern.h"
 #include "wire/packet.h"
@@ -76,7 +77,8 @@ void usage(FILE* out) {
       "  --no-cc              congestion control 'none' instead of NSCC\n"
       "  --spray rr|ecn-avoid  EV spraying policy: strict plane round-robin, or planes\n"
       "                       weighted by their congestion (default ecn-avoid)\n"
-      "  -h, --help           this text\n");
+      "  -h, --help           this text\n"
+      "  --version            softmrc's release\n");
 }
 
 bool parse_number(const char* s, double lo, double hi, double* out) {
@@ -105,6 +107,7 @@ bool parse_options(int argc, char** argv, Options* o) {
     kInterval,
     kNoCc,
     kSpray,
+    kVersion,
   };
   static const option kLong[] = {
       {"gib", required_argument, nullptr, kGib},
@@ -124,6 +127,7 @@ bool parse_options(int argc, char** argv, Options* o) {
       {"no-cc", no_argument, nullptr, kNoCc},
       {"spray", required_argument, nullptr, kSpray},
       {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, kVersion},
       {nullptr, 0, nullptr, 0},
   };
   int c;
@@ -202,6 +206,9 @@ bool parse_options(int argc, char** argv, Options* o) {
         break;
       case 'h':
         usage(stdout);
+        std::exit(0);
+      case kVersion:
+        std::fputs(cli::version_text("smrc-loopback").c_str(), stdout);
         std::exit(0);
       default:
         usage(stderr);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/number.h"
+#include "cli/version.h"
 #include "perf.h"
 
 namespace {
@@ -61,7 +62,8 @@ void usage(std::FILE* out) {
       "      --json              one JSON object per message size on standard output\n"
       "      --progress          a progress bar on standard error (default: on a terminal)\n"
       "      --no-progress       never\n"
-      "  -h, --help              this text\n\n"
+      "  -h, --help              this text\n"
+      "      --version           softmrc's release and libsoftmrc's version string\n\n"
       "write_bw prints MsgSize, TotalOps (messages of all QPs), BW_avg in Gb/s and\n"
       "MsgRate in Mpps; with --bidir each side prints what it sent. write_lat prints\n"
       "round-trip percentiles in microseconds: a Write-with-Immediate there and one\n"
@@ -70,7 +72,7 @@ void usage(std::FILE* out) {
 }
 
 bool parse(int argc, char** argv, Cli* c, std::string* err) {
-  enum : int { kEvProfile = 256, kCcProfile, kTimeout, kJson, kProgress, kNoProgress };
+  enum : int { kEvProfile = 256, kCcProfile, kTimeout, kJson, kProgress, kNoProgress, kVersion };
   static const option kLong[] = {
       {"socket", required_argument, nullptr, 'd'},
       {"port", required_argument, nullptr, 'p'},
@@ -91,6 +93,7 @@ bool parse(int argc, char** argv, Cli* c, std::string* err) {
       {"progress", no_argument, nullptr, kProgress},
       {"no-progress", no_argument, nullptr, kNoProgress},
       {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, kVersion},
       {nullptr, 0, nullptr, 0},
   };
   perf::Options& o = c->opt;
@@ -167,6 +170,10 @@ bool parse(int argc, char** argv, Cli* c, std::string* err) {
         break;
       case 'h':
         usage(stdout);
+        std::exit(0);
+      case kVersion:
+        std::printf("%slibsoftmrc: %s\n", cli::version_text("smrc-perf").c_str(),
+                    smrc_version_string());
         std::exit(0);
       case ':':
         *err = std::string(argv[optind - 1]) + " needs a value";

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli/number.h"
+#include "cli/version.h"
 #include "fabric/config_node.h"
 #include "simulator.h"
 
@@ -65,7 +66,8 @@ void usage(std::FILE* out) {
       "                    done in a parallel sweep (default: when it is a terminal)\n"
       "  --no-progress     never show it\n"
       "  --quiet           print nothing but errors\n"
-      "  -h, --help        this text\n\n"
+      "  -h, --help        this text\n"
+      "  --version         softmrc's release\n\n"
       "Exit status: 0 when every run was simulated (a transfer that fails is a result),\n"
       "1 if a run could not be set up, MRC delivered wrong or unparseable data (a bug) or\n"
       "the results could not be written, 2 for bad arguments or a bad scenario file.\n");
@@ -82,7 +84,8 @@ bool parse_options(int argc, char** argv, Options* o) {
     kFramed,
     kProgress,
     kNoProgress,
-    kQuiet
+    kQuiet,
+    kVersion,
   };
   static const option kLong[] = {
       {"seed", required_argument, nullptr, kSeed},
@@ -96,6 +99,7 @@ bool parse_options(int argc, char** argv, Options* o) {
       {"no-progress", no_argument, nullptr, kNoProgress},
       {"quiet", no_argument, nullptr, kQuiet},
       {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, kVersion},
       {nullptr, 0, nullptr, 0},
   };
   int c;
@@ -147,6 +151,9 @@ bool parse_options(int argc, char** argv, Options* o) {
         break;
       case 'h':
         usage(stdout);
+        std::exit(0);
+      case kVersion:
+        std::fputs(cli::version_text("smrc-sim").c_str(), stdout);
         std::exit(0);
       default:
         usage(stderr);

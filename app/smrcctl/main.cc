@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/version.h"
 #include "control/json.h"
 
 namespace {
@@ -33,6 +34,7 @@ constexpr int kExitUnanswered = 5;  // ev probe: some probes got no reply
 
 constexpr const char* kUsage =
     R"(usage: smrcctl [--socket PATH | --prefix EAL_PREFIX] [--json] <command>
+       smrcctl --help | --version
 
   dev show                                 limits and capabilities
   port show [<endpoint>]                   planes: link, admin state, in use, EVs
@@ -157,6 +159,10 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    if (a == "--version") {
+      std::fputs(softmrc::cli::version_text("smrcctl").c_str(), stdout);
       return kExitOk;
     }
     if (a == "--json" || a == "-j") {

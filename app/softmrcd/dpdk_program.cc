@@ -2,11 +2,14 @@
 
 #include <getopt.h>
 #include <rte_lcore.h>
+#include <rte_version.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 
 #include "cli/number.h"
+#include "cli/version.h"
 #include "softmrcd/config.h"
 
 namespace softmrc::softmrcd {
@@ -22,10 +25,16 @@ ProgramArgs split_program_args(int argc, char** argv) {
   a.own.push_back(argv[0]);
   for (int i = a.eal_argc + 1; i < argc; ++i) a.own.push_back(argv[i]);
   if (a.eal_argc == argc)
-    for (int i = 1; i < argc; ++i)
+    for (int i = 1; i < argc; ++i) {
       a.help_only =
           a.help_only || std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0;
+      a.version_only = a.version_only || std::strcmp(argv[i], "--version") == 0;
+    }
   return a;
+}
+
+void print_version(const char* program) {
+  std::printf("%s%s\n", cli::version_text(program).c_str(), rte_version());
 }
 
 bool parse_ms_option(const char* name, const char* text, uint64_t max, uint64_t* out,

@@ -11,11 +11,15 @@
 namespace softmrc::softmrcd {
 
 struct ProgramArgs {
-  int eal_argc = 0;        // argv[0 .. eal_argc) is the EAL's
-  std::vector<char*> own;  // argv[0], then what follows "--"
-  bool help_only = false;  // no "--", and -h or --help among the arguments
+  int eal_argc = 0;           // argv[0 .. eal_argc) is the EAL's
+  std::vector<char*> own;     // argv[0], then what follows "--"
+  bool help_only = false;     // no "--", and -h or --help among the arguments
+  bool version_only = false;  // no "--", and --version among them
 };
 ProgramArgs split_program_args(int argc, char** argv);
+
+// --version: softmrc's release and the DPDK the program runs on.
+void print_version(const char* program);
 
 // An option's value in ms: false, with *err "--<name>: '<text>' is not
 // 0..<max>", unless `text` is a whole number up to `max`.

@@ -41,12 +41,20 @@ int main(int argc, char** argv) {
     print_usage(argv[0]);
     return 0;
   }
+  if (args.version_only) {
+    print_version("softmrcd");
+    return 0;
+  }
   Options opt;
   std::string err;
   if (!parse_options(static_cast<int>(args.own.size()), args.own.data(), &opt, &err))
     return usage_error(err);
   if (opt.help) {
     print_usage(argv[0]);
+    return 0;
+  }
+  if (opt.version) {
+    print_version("softmrcd");
     return 0;
   }
   // From here on, SIGINT and SIGTERM stop softmrcd cleanly, setup included.

@@ -29,6 +29,7 @@ void print_usage(const char* prog) {
       "                           rx:SIZE (data in, placed, ACKs out) or tx:SIZE (data\n"
       "                           out, ACKs in); see bench/linerate.py\n"
       "  -h, --help               this text\n"
+      "      --version            softmrc's release and the DPDK it runs on\n"
       "\n"
       "Without -i, traffic starts at once; when every flow has a message count or a\n"
       "duration, softmrcd exits after the last one completes. SIGINT or SIGTERM stops\n"
@@ -53,13 +54,14 @@ void print_usage(const char* prog) {
 }
 
 bool parse_options(int argc, char** argv, Options* o, std::string* err) {
-  enum : int { kLogInterval = 256, kLinerate };
+  enum : int { kLogInterval = 256, kLinerate, kVersion };
   static const option kLong[] = {
       {"config", required_argument, nullptr, 'c'},
       {"interactive", no_argument, nullptr, 'i'},
       {"log-interval-ms", required_argument, nullptr, kLogInterval},
       {"linerate", required_argument, nullptr, kLinerate},
       {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, kVersion},
       {nullptr, 0, nullptr, 0},
   };
   optind = 1;
@@ -87,6 +89,9 @@ bool parse_options(int argc, char** argv, Options* o, std::string* err) {
       }
       case 'h':
         o->help = true;
+        return true;
+      case kVersion:
+        o->version = true;
         return true;
       default:
         *err = option_error(c, argv);

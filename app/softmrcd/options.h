@@ -14,6 +14,7 @@ struct Options {
   std::string config;
   bool interactive = false;
   bool help = false;
+  bool version = false;
   int64_t log_interval_ms = -1;          // -1: the config's stats.log_interval_ms
   std::optional<LinerateSpec> linerate;  // --linerate probe, rx:SIZE or tx:SIZE
 };

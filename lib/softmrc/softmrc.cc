@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/release.h"
 #include "shm/app_protocol.h"
 #include "shm/shared_memory.h"
 #include "shm/spsc_ring.h"
@@ -212,7 +213,7 @@ uint32_t smrc_api_version(void) {
 }
 
 const char* smrc_version_string(void) {
-  static const std::string s = "softmrc " SOFTMRC_VERSION " (api " +
+  static const std::string s = "softmrc " SOFTMRC_RELEASE " (api " +
                                std::to_string(SMRC_API_VERSION_MAJOR) + "." +
                                std::to_string(SMRC_API_VERSION_MINOR) + ", protocol " +
                                std::to_string(kAppProtocolVersion) + ")";

@@ -26,7 +26,9 @@ import subprocess
 import sys
 
 SANITIZER = re.compile(r'AddressSanitizer|LeakSanitizer|runtime error:|Sanitizer')
-HELP = re.compile(r'-[^-]*h|--h')
+# Help (-h in a cluster of short options, --help as getopt_long takes it:
+# abbreviated, with '=...') or --version (likewise).
+ASKED = re.compile(r'-[^-]*h|--h|--v')
 OPTION = re.compile(r'(?<![\w$-])(--[a-z][a-z0-9-]*|-[a-zA-Z])(?![\w-])')
 
 NUMBERS = ['0', '1', '2', '3', '-1', '-0', '+3', '0x10', '0x', '010', '1.5', '1e3', '1k',
@@ -39,7 +41,7 @@ TEXT = ['', 'x', 'up', 'down', 'none', 'both', 'mrc', 'roce', 'udp', 'srv6', 'ns
 
 # What each program may answer: its documented exit statuses (--help),
 # whether it can succeed at all without a daemon or a valid configuration
-# (else 0 means help was asked for), fixed arguments before and after the
+# (else 0 means help or the version was asked for), fixed arguments before and after the
 # drawn ones (after: they win, so that a run stays small), and the words
 # it takes besides options.
 PROGRAMS = {
@@ -118,10 +120,8 @@ def run(path, prog, args, env, timeout, cwd):
     except subprocess.TimeoutExpired:
         return cmd, f'still running after {timeout} s', None
     err = r.stderr.decode(errors='replace')
-    # -h in a cluster of short options, or --help as getopt_long takes it
-    # (abbreviated, with '=...'): the programs answer help as soon as they
-    # parse it.
-    asked_help = any(HELP.match(a) for a in args)
+    # The programs answer help and --version as soon as they parse them.
+    asked = any(ASKED.match(a) for a in args)
     if r.returncode < 0:
         return cmd, f'killed by signal {-r.returncode}: {err[-2000:]}', r.returncode
     if SANITIZER.search(err):
@@ -131,7 +131,7 @@ def run(path, prog, args, env, timeout, cwd):
             r.returncode
     if r.returncode != 0 and not err.strip():
         return cmd, f'exit {r.returncode} without a message', r.returncode
-    if r.returncode == 0 and not prog['can_succeed'] and not asked_help:
+    if r.returncode == 0 and not prog['can_succeed'] and not asked:
         return cmd, 'exit 0, yet there was nothing it could do', r.returncode
     return cmd, None, r.returncode
 
