@@ -114,14 +114,6 @@ bool parse_options(int argc, char** argv, Options* o, std::string* err) {
 
 int main(int argc, char** argv) {
   softmrc::softmrcd::ProgramArgs args = softmrc::softmrcd::split_program_args(argc, argv);
-  if (args.help_only) {
-    print_usage(argv[0]);
-    return 0;
-  }
-  if (args.version_only) {
-    softmrc::softmrcd::print_version("smrc-fabric");
-    return 0;
-  }
   Options opt;
   std::string err;
   if (!parse_options(static_cast<int>(args.own.size()), args.own.data(), &opt, &err))

@@ -25,11 +25,12 @@ ProgramArgs split_program_args(int argc, char** argv) {
   a.own.push_back(argv[0]);
   for (int i = a.eal_argc + 1; i < argc; ++i) a.own.push_back(argv[i]);
   if (a.eal_argc == argc)
-    for (int i = 1; i < argc; ++i) {
-      a.help_only =
-          a.help_only || std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0;
-      a.version_only = a.version_only || std::strcmp(argv[i], "--version") == 0;
-    }
+    for (int i = 1; i < argc; ++i)
+      if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0 ||
+          std::strcmp(argv[i], "--version") == 0) {
+        a.own.push_back(argv[i]);
+        break;
+      }
   return a;
 }
 

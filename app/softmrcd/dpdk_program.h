@@ -10,11 +10,11 @@
 
 namespace softmrc::softmrcd {
 
+// Without "--", the first -h, --help or --version is taken as the
+// program's own, as DPDK users type `softmrcd --help`.
 struct ProgramArgs {
-  int eal_argc = 0;           // argv[0 .. eal_argc) is the EAL's
-  std::vector<char*> own;     // argv[0], then what follows "--"
-  bool help_only = false;     // no "--", and -h or --help among the arguments
-  bool version_only = false;  // no "--", and --version among them
+  int eal_argc = 0;        // argv[0 .. eal_argc) is the EAL's
+  std::vector<char*> own;  // argv[0], then what follows "--"
 };
 ProgramArgs split_program_args(int argc, char** argv);
 

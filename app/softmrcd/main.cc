@@ -37,14 +37,6 @@ int usage_error(const std::string& msg) {
 
 int main(int argc, char** argv) {
   ProgramArgs args = split_program_args(argc, argv);
-  if (args.help_only) {
-    print_usage(argv[0]);
-    return 0;
-  }
-  if (args.version_only) {
-    print_version("softmrcd");
-    return 0;
-  }
   Options opt;
   std::string err;
   if (!parse_options(static_cast<int>(args.own.size()), args.own.data(), &opt, &err))
