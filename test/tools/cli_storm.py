@@ -26,9 +26,7 @@ import subprocess
 import sys
 
 SANITIZER = re.compile(r'AddressSanitizer|LeakSanitizer|runtime error:|Sanitizer')
-# Help (-h in a cluster of short options, --help as getopt_long takes it:
-# abbreviated, with '=...') or --version (likewise).
-ASKED = re.compile(r'-[^-]*h|--h|--v')
+SHORT_HELP = re.compile(r'-[^-]*h')  # -h, alone or in a cluster of short options
 OPTION = re.compile(r'(?<![\w$-])(--[a-z][a-z0-9-]*|-[a-zA-Z])(?![\w-])')
 
 NUMBERS = ['0', '1', '2', '3', '-1', '-0', '+3', '0x10', '0x', '010', '1.5', '1e3', '1k',
@@ -111,6 +109,17 @@ def command_line(rng, prog, opts, files):
     return args
 
 
+def asks_help_or_version(arg):
+    """-h, or --help or --version as getopt_long takes them: abbreviated,
+    with '=...' (no other long option of these programs starts with h or v,
+    so every abbreviation is unique)."""
+    if SHORT_HELP.match(arg):
+        return True
+    name = arg[2:].split('=', 1)[0]
+    return arg.startswith('--') and name != '' and ('help'.startswith(name) or
+                                                    'version'.startswith(name))
+
+
 def run(path, prog, args, env, timeout, cwd):
     # In cwd, since --out and --trace take relative paths too.
     cmd = [path] + prog['lead'] + args + prog['tail']
@@ -121,7 +130,7 @@ def run(path, prog, args, env, timeout, cwd):
         return cmd, f'still running after {timeout} s', None
     err = r.stderr.decode(errors='replace')
     # The programs answer help and --version as soon as they parse them.
-    asked = any(ASKED.match(a) for a in args)
+    asked = any(asks_help_or_version(a) for a in args)
     if r.returncode < 0:
         return cmd, f'killed by signal {-r.returncode}: {err[-2000:]}', r.returncode
     if SANITIZER.search(err):
