@@ -164,6 +164,8 @@ class Qp {
   // requester.cc
   TxSlot& slot(uint32_t psn) { return slots_[psn & slot_mask_]; }
   uint32_t send_window_psns() const;
+  bool in_send_window(uint32_t psn) const;
+  bool resend_pending(uint32_t psn) const;
   void build_data(uint32_t psn, uint32_t ev, bool retransmit, TimeNs now, TxPacket* out);
   bool cwnd_allows(uint32_t len) const;
   bool ready_to_send() const;

@@ -67,6 +67,17 @@ uint32_t Qp::send_window_psns() const {
   return (attr_.caps & kCapDynamicMpr) ? std::min(own, peer_window_psns_) : own;
 }
 
+bool Qp::in_send_window(uint32_t psn) const {
+  return static_cast<uint32_t>(psn_diff(psn, snd_una_)) < send_window_psns();
+}
+
+// Whether a retransmit queue entry still stands for a resend: entries of
+// packets acknowledged before their resend stay behind until popped.
+bool Qp::resend_pending(uint32_t psn) const {
+  return psn_diff(psn, snd_una_) >= 0 && psn_before(psn, snd_nxt_) &&
+         slots_[psn & slot_mask_].state == TxState::kLost;
+}
+
 // At least one packet may always be in flight, so a window smaller than
 // one MTU cannot stall the QP.
 bool Qp::cwnd_allows(uint32_t len) const {
@@ -77,14 +88,14 @@ bool Qp::cwnd_allows(uint32_t len) const {
 // so that next_wakeup() says "now" exactly when there is work.
 bool Qp::ready_to_send() const {
   if (evs_.usable_count() == 0) return false;
+  bool waiting = false;  // a resend the responder's window refuses for now
   for (uint32_t pos = retx_.head(); pos != retx_.tail(); ++pos) {
     const uint32_t psn = retx_.at(pos);
-    const TxSlot& sl = slots_[psn & slot_mask_];
-    if (psn_diff(psn, snd_una_) < 0 || !psn_before(psn, snd_nxt_) || sl.state != TxState::kLost)
-      continue;  // acknowledged meanwhile
-    return static_cast<uint32_t>(psn_diff(psn, snd_una_)) < send_window_psns() &&
-           cwnd_allows(sl.len);
+    if (!resend_pending(psn)) continue;
+    if (in_send_window(psn)) return cwnd_allows(slots_[psn & slot_mask_].len);
+    waiting = true;
   }
+  if (waiting) return false;  // new data never overtakes a queued resend
   if (sq_next_ == sq_.tail()) return false;
   if (static_cast<uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= send_window_psns()) return false;
   const SendWqe& w = sq_.at(sq_next_);
@@ -124,29 +135,29 @@ bool Qp::poll_port_status(TimeNs now, TxPacket* out) {
   return true;
 }
 
+// Resends queue in the order losses are found (NACKs, SACK holes, the
+// timer), not in PSN order. The responder's window (dynamic MPR) may refuse
+// the oldest entry while one behind it is the PSN snd_una waits for, so
+// the first entry the window allows goes out.
 bool Qp::poll_retransmit(TimeNs now, TxPacket* out) {
-  while (!retx_.empty()) {
-    const uint32_t psn = retx_.front();
-    const bool in_window = psn_diff(psn, snd_una_) >= 0 && psn_before(psn, snd_nxt_);
-    TxSlot& sl = slot(psn);
-    if (!in_window || sl.state != TxState::kLost) {  // acknowledged meanwhile
-      retx_.pop();
-      continue;
-    }
-    // The responder's window may have shrunk (dynamic MPR) below this PSN.
-    if (static_cast<uint32_t>(psn_diff(psn, snd_una_)) >= send_window_psns()) return false;
-    if (!cwnd_allows(sl.len)) return false;
-    // Never the EV that lost it, unless it is the only one left.
-    const uint32_t ev = evs_.pick(now, sl.ev);
-    if (ev == kNoEv) {
-      ++counters_.no_usable_ev;
-      return false;
-    }
-    retx_.pop();
-    build_data(psn, ev, true, now, out);
-    return true;
+  while (!retx_.empty() && !resend_pending(retx_.front())) retx_.pop();
+  uint32_t pos = retx_.head();
+  while (pos != retx_.tail() && !(resend_pending(retx_.at(pos)) && in_send_window(retx_.at(pos))))
+    ++pos;
+  if (pos == retx_.tail()) return false;
+  const uint32_t psn = retx_.at(pos);
+  TxSlot& sl = slot(psn);
+  if (!cwnd_allows(sl.len)) return false;
+  // Never the EV that lost it, unless it is the only one left.
+  const uint32_t ev = evs_.pick(now, sl.ev);
+  if (ev == kNoEv) {
+    ++counters_.no_usable_ev;
+    return false;
   }
-  return false;
+  std::swap(retx_.at(pos), retx_.front());  // a refused entry keeps its place in the queue
+  retx_.pop();
+  build_data(psn, ev, true, now, out);
+  return true;
 }
 
 bool Qp::poll_new_data(TimeNs now, TxPacket* out) {
@@ -254,19 +265,10 @@ void Qp::list_remove(uint32_t psn) {
   sl.prev = sl.next = kNil;
 }
 
-// The ring holds one entry per lost transmission; entries of packets
-// acknowledged before their resend stay behind until popped. If they fill
-// the ring, squeeze them out (rare, and no allocation).
+// The ring holds one entry per lost transmission. If entries no longer
+// pending fill it, squeeze them out (rare, and no allocation).
 void Qp::queue_retransmit(uint32_t psn) {
-  if (retx_.full()) {
-    for (uint32_t n = retx_.size(); n > 0; --n) {
-      const uint32_t p = retx_.front();
-      retx_.pop();
-      const bool live =
-          psn_diff(p, snd_una_) >= 0 && psn_before(p, snd_nxt_) && slot(p).state == TxState::kLost;
-      if (live) retx_.push(p);
-    }
-  }
+  if (retx_.full()) retx_.erase_if([this](uint32_t p) { return !resend_pending(p); });
   retx_.push(psn);
 }
 

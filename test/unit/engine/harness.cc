@@ -109,6 +109,8 @@ void Harness::connect_qp(const HarnessConfig& cfg, int i, uint32_t k) {
   at.rq_psn = i == 0 ? cfg.start_psn_b : cfg.start_psn_a;
   at.sq_psn = i == 0 ? cfg.start_psn_a : cfg.start_psn_b;
   at.mpr_dest = at.mpr = cfg.mpr;
+  if (i == 1 && cfg.mpr_dest_b != 0) at.mpr_dest = cfg.mpr_dest_b;
+  at.caps = cfg.caps;
   at.max_wimm_dest = at.max_wimm = cfg.max_wimm;
   at.timeout = cfg.timeout;
   at.retry_linear = cfg.retry_linear;

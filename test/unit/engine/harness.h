@@ -49,6 +49,8 @@ struct HarnessConfig {
   uint32_t evs_per_plane = 4;
   uint32_t mtu = 1024;
   uint8_t mpr = 8;
+  uint8_t mpr_dest_b = 0;  // B's responder window for A's packets (0: mpr)
+  uint32_t caps = 0;       // both sides' capability flags (kCap...)
   uint16_t max_wimm = 16;
   uint8_t timeout = 6;  // 65.5 us
   uint8_t retry_linear = 7;

@@ -174,6 +174,10 @@ HarnessConfig random_config(std::mt19937_64& rng) {
     cfg.cc.algorithm = CcAlgorithm::kNscc;
     cfg.cc.nscc = default_nscc_params(100'000'000'000ull, 8'000, cfg.mtu);
   }
+  if (rng() % 3 == 0) {  // B advertises its window, which may be smaller than A's
+    cfg.caps = kCapDynamicMpr;
+    cfg.mpr_dest_b = static_cast<uint8_t>(rng() % cfg.mpr + 1);
+  }
   return cfg;
 }
 
@@ -400,6 +404,46 @@ TEST(TwoEndpoints, TrimmedPacketsAreResentWithoutBlamingAnyEv) {
   EXPECT_EQ(ac.nacks_rx[size_t(wire::NackCode::kTrimmed)], bc.rx_trimmed);
   EXPECT_EQ(ac.ev_state_changes, 0u) << "a trim is congestion, not a broken path";
   EXPECT_EQ(ac.timeouts, 0u);
+}
+
+// With dynamic MPR the requester starts at its own window (8 x 128 PSNs)
+// until the responder's smaller one (1 x 128) reaches it, so most of its
+// first flight comes back as out-of-window NACKs. The resends queue in the
+// order the NACKs and losses are found, not in PSN order: one the window
+// refuses must not hold up the one that lets snd_una move.
+HarnessConfig window_mismatch_config() {
+  HarnessConfig cfg = quiet_config();
+  cfg.mem_bytes = 1 << 20;
+  cfg.caps = kCapDynamicMpr;
+  cfg.mpr_dest_b = 1;
+  return cfg;
+}
+
+TEST(TwoEndpoints, AResendTheResponderWindowRefusesDoesNotHoldUpTheOnesBehindIt) {
+  Harness h(window_mismatch_config());
+  bool dropped = false;  // the first copy of PSN 50, inside B's window
+  h.set_filter([&](int dir, const TxPacket& p) {
+    if (dir != 0 || !p.is_data || dropped || p.t.psn != 50) return Verdict::kPass;
+    dropped = true;
+    return Verdict::kDrop;
+  });
+  ASSERT_TRUE(h.a().ep.post_write(h.a().qpn, a_to_b(h, 300 * 1024)).ok());
+  ASSERT_TRUE(h.run([&] { return !h.completions(0).empty(); }, kLimitNs)) << describe(h);
+  EXPECT_TRUE(dropped);
+  EXPECT_EQ(h.completions(0)[0].status, WcStatus::kSuccess) << describe(h);
+  EXPECT_TRUE(no_errors(h));
+  EXPECT_GT(h.b().ep.qp(h.b().qpn)->counters().rx_out_of_window, 0u);
+  EXPECT_TRUE(std::equal(h.a().mem.begin(), h.a().mem.begin() + 300 * 1024, h.b().mem.begin()));
+}
+
+TEST(TwoEndpoints, OutOfWindowNacksArrivingOutOfOrderDoNotStallTheQp) {
+  Harness h(window_mismatch_config());
+  h.pipe(0, 1).delay_ns = 22'000;  // plane 1's NACKs come back behind plane 0's
+  ASSERT_TRUE(h.a().ep.post_write(h.a().qpn, a_to_b(h, 1000 * 1024)).ok());
+  ASSERT_TRUE(h.run([&] { return !h.completions(0).empty(); }, kLimitNs)) << describe(h);
+  EXPECT_EQ(h.completions(0)[0].status, WcStatus::kSuccess) << describe(h);
+  EXPECT_TRUE(no_errors(h));
+  EXPECT_GT(h.b().ep.qp(h.b().qpn)->counters().rx_out_of_window, 0u);
 }
 
 TEST(TwoEndpoints, WimmWithNoReceivePostedFailsBothSides) {
