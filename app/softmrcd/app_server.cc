@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <new>
 
@@ -40,6 +41,15 @@ constexpr uint64_t kHelloTimeoutNs = 5'000'000'000;
 // DPDK's own, the ports', telemetry, the controller, a request's passed fds.
 constexpr size_t kFdReserve = 256;
 constexpr uint64_t kReapIntervalNs = 10'000'000;  // retired regions: checked every 10 ms
+// The share of vm.max_map_count (the process's mappings) the applications'
+// regions, CQs and QPs may take: the rest stays for DPDK, the heap and the
+// threads, which would fail to grow if the applications took it all.
+constexpr size_t kMappingShareDivisor = 2;
+// Events held for an application that does not take them, beyond which
+// more are dropped (and counted): a QP's fatal event is one per QP, so this
+// covers many more QPs than a context has; port events are a few per
+// plane change.
+constexpr size_t kMaxUnsentEvents = 4096;
 
 // The 16-byte GID of an endpoint: its plane-0 address, IPv4 mapped.
 void gid_of(const EndpointSpec& e, uint8_t out[16]) {
@@ -90,6 +100,8 @@ struct AppServer::Client {
   std::map<uint32_t, Cq> cqs;          // by id
   std::map<uint32_t, int> channels;    // id -> write end of its pipe
   std::map<uint32_t, Qp> qps;          // by QPN
+  // Events waiting for room in the socket (send_events()), oldest first.
+  std::deque<shm::EventMsg> unsent;
 };
 
 AppServer::AppServer() = default;
@@ -146,14 +158,27 @@ bool AppServer::setup(const Config& cfg,
     const size_t most = size_t{kMaxClients} * shm::kMaxChannelsPerClient;
     const size_t held = kMaxClients + kMaxGreeting + kFdReserve;
     channel_budget_ = nofile.rlim_cur > held ? std::min<size_t>(nofile.rlim_cur - held, most) : 0;
+    size_t max_map_count = 65530;  // the kernel's default
+    if (FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+      if (std::fscanf(f, "%zu", &max_map_count) != 1) max_map_count = 65530;
+      std::fclose(f);
+    }
+    mapping_budget_ = max_map_count / kMappingShareDivisor;
     std::printf(
         "softmrcd: applications: at most %d at once (and %d connecting), %zu completion "
-        "channels in all (descriptor limit %llu)\n",
+        "channels in all (descriptor limit %llu), %zu regions, CQs and QPs in all "
+        "(vm.max_map_count %zu)\n",
         kMaxClients, kMaxGreeting, channel_budget_,
-        static_cast<unsigned long long>(nofile.rlim_cur));
+        static_cast<unsigned long long>(nofile.rlim_cur), mapping_budget_, max_map_count);
   }
   std::fflush(stdout);
   return true;
+}
+
+bool AppServer::may_map() const {
+  size_t held = retired_.size();  // unmapped only once nothing reads them
+  for (const auto& c : clients_) held += c->regions.size() + c->cqs.size() + c->qps.size();
+  return held < mapping_budget_;
 }
 
 AppServer::Counters AppServer::counters() const {
@@ -172,7 +197,8 @@ void AppServer::add_fds(std::vector<pollfd>* fds) {
   // A full house of connections awaiting hello leaves the listeners unpolled.
   const short accepting = greeting() < kMaxGreeting ? POLLIN : 0;
   for (Listener& l : listeners_) fds->push_back(pollfd{l.fd, accepting, 0});
-  for (auto& c : clients_) fds->push_back(pollfd{c->fd, POLLIN, 0});
+  for (auto& c : clients_)
+    fds->push_back(pollfd{c->fd, short(POLLIN | (c->unsent.empty() ? 0 : POLLOUT)), 0});
 }
 
 void AppServer::step(const pollfd* ready, size_t count, uint64_t now_ns) {
@@ -182,7 +208,7 @@ void AppServer::step(const pollfd* ready, size_t count, uint64_t now_ns) {
   std::vector<Client*> gone;
   for (size_t i = 0; i < nc; ++i) {
     const short ev = ready[nl + i].revents;
-    if (ev == 0) continue;
+    if ((ev & ~POLLOUT) == 0) continue;  // room for events: send_events()
     if (!serve(*clients_[i])) gone.push_back(clients_[i].get());
   }
   for (auto& c : clients_) {
@@ -319,18 +345,47 @@ void AppServer::accept_on(Listener& l, uint64_t now_ns) {
   }
 }
 
+namespace {
+
+// Whether an application's socket takes another event. An event goes only
+// while the socket is writable (poll(): at most a quarter of its buffer
+// unread), so the rest stays free for the replies, which are never held.
+bool room_for_event(int fd) {
+  pollfd p{fd, POLLOUT, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLOUT);
+}
+
+bool send_event(int fd, const shm::EventMsg& e) {
+  Msg m{};
+  m.magic = shm::kAppMagic;
+  m.type = uint16_t(MsgType::kEvent);
+  m.u.event = e;
+  return ::send(fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) == ssize_t(sizeof(m));
+}
+
+}  // namespace
+
+// Events are never lost to an application that is slow to take them: what
+// its socket has no room for waits in `unsent`, in order, up to
+// kMaxUnsentEvents.
 void AppServer::send_events(Listener& l) {
+  for (auto& c : clients_) {
+    if (c->l != &l) continue;
+    while (!c->unsent.empty() && room_for_event(c->fd) && send_event(c->fd, c->unsent.front()))
+      c->unsent.pop_front();
+  }
   AppEvent ev[32];
   uint32_t n;
   while ((n = l.stage->take_events(ev, 32)) > 0) {
     for (uint32_t i = 0; i < n; ++i) {
-      Msg m{};
-      m.magic = shm::kAppMagic;
-      m.type = uint16_t(MsgType::kEvent);
-      m.u.event = ev[i].msg;
-      for (auto& c : clients_)
-        if (c->l == &l && c->hello && (ev[i].owner == 0 || ev[i].owner == c->owner))
-          (void)::send(c->fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
+      for (auto& c : clients_) {
+        if (c->l != &l || !c->hello || (ev[i].owner != 0 && ev[i].owner != c->owner)) continue;
+        if (c->unsent.empty() && room_for_event(c->fd) && send_event(c->fd, ev[i].msg)) continue;
+        if (c->unsent.size() < kMaxUnsentEvents)
+          c->unsent.push_back(ev[i].msg);
+        else
+          ++counted_.events_dropped;
+      }
     }
   }
 }
@@ -343,7 +398,7 @@ bool AppServer::serve(Client& c) {
   const ssize_t n = shm::recv_message(c.fd, &req, MSG_DONTWAIT, &fds, &truncated);
   if (n < 0 && errno == EAGAIN) return true;
   if (n <= 0) {
-    for (int fd : fds) ::close(fd);
+    for (int fd : fds) shm::close_received(fd);
     return false;
   }
   Msg rep{};
@@ -376,7 +431,7 @@ bool AppServer::serve(Client& c) {
     rep.status = st;
     std::snprintf(rep.detail, sizeof(rep.detail), "%s", why);
   }
-  for (int fd : fds) ::close(fd);
+  for (int fd : fds) shm::close_received(fd);
   // Never wait for an application: one that does not read its replies
   // (its socket buffer is full) is dropped rather than stall the thread.
   const bool sent = shm::send_message(c.fd, rep, reply_fd, MSG_DONTWAIT) == 0;
@@ -385,6 +440,9 @@ bool AppServer::serve(Client& c) {
 }
 
 namespace {
+
+constexpr const char* kMappingsUsedUp =
+    "softmrcd maps as many regions, CQs and QPs as vm.max_map_count lets it";
 
 void refuse(Msg* rep, int st, const char* why) {
   rep->status = st;
@@ -475,6 +533,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       auto pd = c.pds.find(r.pd);
       if (pd == c.pds.end()) return refuse(rep, EINVAL, "no such PD");
       const uint32_t domain = pd->second;
+      if (!may_map()) return refuse(rep, ENOMEM, kMappingsUsedUp);
       shm::Mapping mem;
       const char* why = "ok";
       if (const int st = shm::map_shared(fd, r.length, &mem, &why); st != 0)
@@ -557,6 +616,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
     case MsgType::kCreateCq: {
       const shm::CreateCqReq& r = req.u.create_cq;
       if (c.cqs.size() >= shm::kMaxCqsPerClient) return refuse(rep, ENOMEM, "too many CQs");
+      if (!may_map()) return refuse(rep, ENOMEM, kMappingsUsedUp);
       int wake_fd = -1;
       if (r.channel != 0) {
         auto ch = c.channels.find(r.channel);
@@ -610,6 +670,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       if (r.max_send_wr == 0 || r.max_send_wr > cfg.limits.max_send_wr ||
           r.max_recv_wr > cfg.limits.max_recv_wr)
         return refuse(rep, EINVAL, "max_send_wr or max_recv_wr over the endpoint's limits");
+      if (!may_map()) return refuse(rep, ENOMEM, kMappingsUsedUp);
       Client::Qp q;
       const char* why = "ok";
       if (const int st = shm::map_shared(
@@ -657,6 +718,11 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       profiles_->detach_qp(l.endpoint, qpn);
       shm::unmap_shared(&it->second.mem);
       c.qps.erase(it);
+      // Its events go before the reply, or not at all: one arriving after
+      // it would be taken for a later QP's of the same number.
+      std::erase_if(c.unsent, [&](const shm::EventMsg& e) {
+        return e.kind == uint32_t(shm::EventKind::kQpFatal) && e.qpn == qpn;
+      });
       return;
     }
     case MsgType::kModifyQp:
@@ -836,7 +902,7 @@ uint32_t AppServer::new_domain() {
 void AppServer::drop(Client& c) {
   Listener& l = *c.l;
   if (!c.hello) {  // it could create nothing
-    ::close(c.fd);
+    shm::close_received(c.fd);
     std::erase_if(clients_, [&](const std::unique_ptr<Client>& p) { return p.get() == &c; });
     return;
   }
@@ -863,7 +929,7 @@ void AppServer::drop(Client& c) {
   for (auto& [key, r] : c.regions) retired_.push_back(Retired{c.l, c.owner, r});
   for (auto& [id, wake_fd] : c.channels) ::close(wake_fd);
   for (auto& [id, domain] : c.pds) release_domain(domain);
-  ::close(c.fd);
+  shm::close_received(c.fd);
   std::erase_if(clients_, [&](const std::unique_ptr<Client>& p) { return p.get() == &c; });
   reap(l);
 }
@@ -875,7 +941,7 @@ void AppServer::close() {
     for (auto& [id, cq] : c->cqs) shm::unmap_shared(&cq.mem);
     for (auto& [key, r] : c->regions) unshare(&r);
     for (auto& [id, wake_fd] : c->channels) ::close(wake_fd);
-    ::close(c->fd);
+    shm::close_received(c->fd);
   }
   clients_.clear();
   // The mbufs still pointing into retired regions are freed without their

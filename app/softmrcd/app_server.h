@@ -76,6 +76,7 @@ class AppServer : public ControlService {
     uint64_t busy = 0;            // hellos beyond the 256 served: EBUSY
     uint64_t hello_timeouts = 0;  // closed without a hello
     uint64_t gone = 0;            // served applications that went away
+    uint64_t events_dropped = 0;  // async events beyond what a slow application had waiting
   };
   Counters counters() const;
 
@@ -104,6 +105,8 @@ class AppServer : public ControlService {
   // reply (closed after), left -1 if none.
   void handle(Client& c, const shm::Msg& req, int fd, shm::Msg* rep, int* reply_fd);
   void drop(Client& c);
+  // Whether another application memfd may be mapped (mapping_budget_).
+  bool may_map() const;
   void send_events(Listener& l);
   // A region's memory, shared by its application.
   struct Memory {
@@ -132,6 +135,7 @@ class AppServer : public ControlService {
   uint32_t next_domain_ = 1;
   std::set<uint32_t> domains_;  // every live PD's
   size_t channel_budget_ = 0;   // what the descriptor limit leaves all clients' channels
+  size_t mapping_budget_ = 0;   // what vm.max_map_count leaves all clients' memfds
   SocketAccess access_;         // app_group
   Counters counted_;            // the totals; the gauges are counted on demand
   struct Retired {

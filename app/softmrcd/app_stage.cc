@@ -53,7 +53,7 @@ void AppStage::init(uint32_t max_qps, uint32_t max_regions) {
   qps_.assign(max_qps, nullptr);
   live_qps_.reserve(max_qps);
   cqs_.reserve(max_qps * 2 + 64);
-  touched_.reserve(max_qps * 2 + 64);
+  touched_.reserve(cqs_.capacity());
   region_slots_.assign(std::max<uint32_t>(max_regions, 1), shm::RegionEntry{});
   regions_ = shm::RegionTable(region_slots_.data(), static_cast<uint32_t>(region_slots_.size()));
   const size_t bytes = shm::ring_bytes(kEventRing, sizeof(AppEvent));
@@ -66,6 +66,9 @@ void AppStage::init(uint32_t max_qps, uint32_t max_regions) {
 
 void AppStage::add_cq(AppCq* cq) {
   cqs_.push_back(cq);
+  // Every CQ may be touched at once (one whose completions wait for room
+  // stays touched after its QPs are gone): complete() must not allocate.
+  if (touched_.capacity() < cqs_.capacity()) touched_.reserve(cqs_.capacity());
 }
 
 void AppStage::remove_cq(AppCq* cq) {
@@ -227,7 +230,7 @@ bool AppStage::on_completion(const engine::Completion& c) {
 void AppStage::complete(AppCq* cq, const Cqe& e) {
   if (!cq->touched) {
     cq->touched = true;
-    touched_.push_back(cq);  // reserved for every CQ: no allocation
+    touched_.push_back(cq);  // reserved for every CQ (add_cq()): no allocation
   }
   if (cq->backlog.empty() && cq->ring.enqueue_burst(&e, 1) == 1) return;
   if (cq->backlog.push(e)) return;

@@ -252,8 +252,7 @@ void ControlServer::profile_ev_op(Client& c, const Words& w) {
     if (Result r = profiles_.set_ev_state(id, value, static_cast<uint8_t>(port), s, &matched);
         !r.ok())
       return fail(c, r.code, r.message);
-    std::string err;
-    if (!apply_profile_ev_state(id, matched, s, &err)) return fail(c, Err::kBusy, err);
+    apply_profile_ev_state(id, matched, s);
   }
   save_state();
   reply(c, control::ev_json(*profiles_.ev(id), true));
@@ -261,24 +260,19 @@ void ControlServer::profile_ev_op(Client& c, const Words& w) {
 
 // A profile EV's state reaches every QP attached to the profile: a QP's EV
 // set is the profile's array, index for index (attach_qp).
-bool ControlServer::apply_profile_ev_state(uint64_t profile, const std::vector<uint32_t>& matched,
-                                           engine::EvState state, std::string* err) {
+void ControlServer::apply_profile_ev_state(uint64_t profile, const std::vector<uint32_t>& matched,
+                                           engine::EvState state) {
   const bool deny = state == engine::EvState::kDenied;
   for (auto& e : d_.endpoints()) {
     std::vector<uint32_t> qpns;
     for (const auto& [key, a] : attached_)
       if (key.first == e->index() && a.ev_id == profile) qpns.push_back(key.second);
     if (qpns.empty()) continue;
-    const bool called = e->call([&](EndpointTask& t, uint64_t now) {
+    e->call([&](EndpointTask& t, uint64_t now) {
       for (uint32_t qpn : qpns)
         for (uint32_t ev : matched) (void)t.engine().set_ev_denied(qpn, ev, deny, now);
     });
-    if (!called) {
-      *err = "the command ring of '" + e->name() + "' is full; the profile changed, its QPs not";
-      return false;
-    }
   }
-  return true;
 }
 
 int ControlServer::attach_qp(uint32_t endpoint, uint32_t qpn, const std::string& owner,

@@ -314,8 +314,9 @@ void ControlServer::port_cmd(Client& c, const Words& w) {
   const bool up = w[4] == "up";
   Command cmd{.type = CommandType::kPlaneAdmin, .plane = static_cast<uint8_t>(plane), .up = up};
   // The call after the command returns once the lcore has applied both.
-  if (!e->command(cmd) || !e->call([](EndpointTask&, uint64_t) {}))
+  if (!e->command(cmd))
     return fail(c, Err::kBusy, "the endpoint's command ring is full; try again");
+  e->call([](EndpointTask&, uint64_t) {});
   admin_down_[{e->index(), plane}] = !up;
   save_state();
   Json rows;
@@ -343,10 +344,9 @@ void ControlServer::ev_cmd(Client& c, const Words& w, uint64_t now) {
     if (!control::parse_number(w[4], &ev))
       return fail(c, Err::kInval, "'" + w[4] + "' is not an EV index");
     engine::Status st;
-    if (!e->call([&](EndpointTask& t, uint64_t at) {
-          st = t.engine().set_ev_denied(qpn, ev, w[1] == "deny", at);
-        }))
-      return fail(c, Err::kBusy, "the endpoint's command ring is full; try again");
+    e->call([&](EndpointTask& t, uint64_t at) {
+      st = t.engine().set_ev_denied(qpn, ev, w[1] == "deny", at);
+    });
     if (!st.ok())
       return fail(
           c,
@@ -440,7 +440,7 @@ void ControlServer::probe_start(Client& c, const Words& w, uint64_t now) {
     t.value = ev_hex(all[ev].value, mode);
     p->targets.push_back(t);
   }
-  const bool called = e->call([&](EndpointTask& task, uint64_t at) {
+  e->call([&](EndpointTask& task, uint64_t at) {
     for (uint32_t round = 0; round < count; ++round)
       for (size_t i = 0; i < p->targets.size(); ++i) {
         Probe::Target& t = p->targets[i];
@@ -456,7 +456,6 @@ void ControlServer::probe_start(Client& c, const Words& w, uint64_t now) {
         p->waiting[req] = i;
       }
   });
-  if (!called) return fail(c, Err::kBusy, "the endpoint's command ring is full; try again");
   c.probe = std::move(p);
 }
 
@@ -668,6 +667,7 @@ void ControlServer::stats_cmd(Client& c, const Words& w) {
     a.set("busy", n.busy);
     a.set("hello_timeouts", n.hello_timeouts);
     a.set("gone", n.gone);
+    a.set("events_dropped", n.events_dropped);
     o.set("applications", std::move(a));
   }
   reply(c, std::move(o));

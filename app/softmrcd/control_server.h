@@ -115,8 +115,8 @@ class ControlServer : public ControlService, public ProfileResolver {
   void on_probe_reply(uint32_t endpoint, const ControlEvent& e, uint64_t now);
   void finish_probes(uint64_t now, bool force);
   // Applies a profile EV's new state to the QPs attached to that profile.
-  bool apply_profile_ev_state(uint64_t profile, const std::vector<uint32_t>& matched,
-                              engine::EvState state, std::string* err);
+  void apply_profile_ev_state(uint64_t profile, const std::vector<uint32_t>& matched,
+                              engine::EvState state);
   void declare_profiles();
   bool load_state(std::string* err);
   void save_state();

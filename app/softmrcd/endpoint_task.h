@@ -99,10 +99,10 @@ class EndpointTask {
   bool command(const Command& c);
   // The control thread, while the lcores run: runs fn(engine, now) on the
   // owning lcore between two passes and returns once it has run and the
-  // snapshot shows its effects (false: the command ring is full). The engine is not thread-safe, so
-  // every call into it from another thread goes this way.
+  // snapshot shows its effects. The engine is not thread-safe, so every
+  // call into it from another thread goes this way.
   template <typename Fn>
-  bool call(Fn&& fn);
+  void call(Fn&& fn);
   Published<EndpointSnapshot>& snapshot() { return snapshot_; }
   // Before the lcores start: where EV state changes and the controller's
   // probe replies go (control_events.h); records that find it full are
@@ -210,7 +210,7 @@ class EndpointTask {
 };
 
 template <typename Fn>
-bool EndpointTask::call(Fn&& fn) {
+void EndpointTask::call(Fn&& fn) {
   struct Bound : LcoreCall {
     Fn* fn;
   };
@@ -221,9 +221,10 @@ bool EndpointTask::call(Fn&& fn) {
   };
   Command c{.type = CommandType::kCall};
   c.call = &b;
-  if (!command(c)) return false;
+  // The lcore empties the command ring every pass: a full one is waited
+  // out, as callers rely on fn having run (a QP freed has left the stage).
+  while (!command(c)) rte_pause();
   while (!b.done.load(std::memory_order_acquire)) rte_pause();
-  return true;
 }
 
 }  // namespace softmrc::softmrcd

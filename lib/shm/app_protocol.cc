@@ -1,7 +1,10 @@
 // The daemon's checks of what an application sends it (see app_protocol.h).
 #include "shm/app_protocol.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -162,9 +165,13 @@ int send_message(int fd, const Msg& m, int pass_fd, int flags) {
   }
 }
 
-ssize_t recv_message(int fd, Msg* m, int flags, std::vector<int>* fds, bool* truncated) {
+ssize_t recv_message(int fd, Msg* m, int flags, std::vector<int>* fds, bool* truncated,
+                     bool* fds_lost) {
   iovec iov{m, sizeof(*m)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+  // Room for as many descriptors as one message can carry (the kernel's
+  // SCM_MAX_FD): the kernel would close those that do not fit itself, on
+  // this thread and without close_received().
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 253)];
   msghdr h{};
   h.msg_iov = &iov;
   h.msg_iovlen = 1;
@@ -183,7 +190,56 @@ ssize_t recv_message(int fd, Msg* m, int flags, std::vector<int>* fds, bool* tru
         fds->push_back(got);
       }
   *truncated = (h.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
+  if (fds_lost) *fds_lost = (h.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) == MSG_CTRUNC;
   return n;
+}
+
+namespace {
+
+// The kernel refuses to pass UNIX sockets nested deeper than this
+// (ETOOMANYREFS); a peer that keeps sending gets this many messages read.
+constexpr int kMaxNesting = 5;
+constexpr int kMaxDrained = 256;
+
+void close_received(int fd, int depth) {
+  struct stat st {};
+  int domain = 0;
+  socklen_t len = sizeof(domain);
+  if (::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+      ::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0) {
+    int listening = 0;
+    len = sizeof(listening);
+    if (domain == AF_UNIX && depth < kMaxNesting &&
+        ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening) {
+      // Connections not yet accepted may hold descriptors of their own.
+      // (accept4() has no MSG_DONTWAIT: the socket itself must not block.)
+      (void)::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+      for (int n = 0, c; n < kMaxDrained &&
+                         (c = ::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;
+           ++n)
+        close_received(c, depth + 1);
+    } else if (domain == AF_UNIX && depth < kMaxNesting) {
+      Msg m;
+      std::vector<int> fds;
+      bool truncated = false;
+      for (int n = 0; n < kMaxDrained && recv_message(fd, &m, MSG_DONTWAIT, &fds, &truncated) > 0;
+           ++n) {
+        for (int f : fds) close_received(f, depth + 1);
+        fds.clear();
+      }
+      for (int f : fds) close_received(f, depth + 1);
+    } else if (domain != AF_UNIX) {
+      const linger off{0, 0};
+      (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
+    }
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+void close_received(int fd) {
+  close_received(fd, 0);
 }
 
 }  // namespace softmrc::shm

@@ -218,8 +218,21 @@ int send_message(int fd, const Msg& m, int pass_fd, int flags = 0);
 // Receives one message from `fd` (recvmsg(2) `flags`) and every file
 // descriptor that came with it, which the caller then owns: the bytes
 // received (0 at EOF, -1 with errno), and in *truncated whether the
-// message or its descriptors did not fit.
-ssize_t recv_message(int fd, Msg* m, int flags, std::vector<int>* fds, bool* truncated);
+// message or its descriptors did not fit; in *fds_lost (if not null)
+// whether only descriptors did not (the receiver's descriptor table is
+// full: the kernel closed them).
+ssize_t recv_message(int fd, Msg* m, int flags, std::vector<int>* fds, bool* truncated,
+                     bool* fds_lost = nullptr);
+
+// Closes a descriptor that came from an application without waiting on it.
+// close() would wait on a TCP socket its sender set to linger (SO_LINGER)
+// with unsent data, and on a UNIX socket holding such a socket in its queue
+// (the kernel closes what is queued as the socket goes), however deep: that
+// would hold up the thread that serves every application. So sockets stop
+// lingering, and what UNIX sockets hold (the application connections
+// themselves included) is taken out and closed this way first. Other files
+// whose close can wait (FUSE, NFS, serial TTYs) are closed as they are.
+void close_received(int fd);
 
 // ---------------------------------------------------------------------
 // The data path.

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace softmrc::shm {
@@ -71,6 +72,14 @@ int map_shared(int fd, size_t min_bytes, Mapping* out, const char** why) {
   const size_t bytes = static_cast<size_t>(st.st_size);
   if (bytes < min_bytes || bytes == 0) {
     *why = "shared memory shorter than the request says";
+    return EINVAL;
+  }
+  // Not more than the request rounded up to the file's pages (hugepages on
+  // hugetlbfs): mapping and checking a larger one would cost the daemon's
+  // time and page tables for memory the request does not use.
+  const size_t unit = std::max<size_t>(static_cast<size_t>(st.st_blksize), 4096);
+  if (bytes - min_bytes >= unit) {
+    *why = "shared memory longer than the request says";
     return EINVAL;
   }
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

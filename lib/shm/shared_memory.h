@@ -26,11 +26,12 @@ int create_shared(size_t bytes, bool try_hugepages, Mapping* out);
 
 // The receiving side: checks that `fd` is a memfd sealed against
 // shrinking and growing and against nothing else, at least `min_bytes`
-// long, and maps all of it shared, read-write. Then seals it against
+// long and less than one of its pages (its st_blksize: a hugepage on
+// hugetlbfs) longer, and maps all of it shared, read-write. Then seals it against
 // future writes and seals (mappings made so far stay writable, holes can no
 // longer be punched), checks it has no holes (pages its creator did not
 // back) and maps every page. 0 or an errno value (EBADF not such a memfd,
-// EINVAL too short or with holes, ENOMEM no mapping or pages); `*why` says
+// EINVAL too short, too long or with holes, ENOMEM no mapping or pages); `*why` says
 // which.
 int map_shared(int fd, size_t min_bytes, Mapping* out, const char** why);
 

@@ -10,7 +10,10 @@
 #include "softmrc/softmrc.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -19,6 +22,7 @@
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +30,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,16 +45,28 @@ using namespace softmrc::shm;
 static constexpr uint32_t kAliveCheckPolls = 256;
 static constexpr uint32_t kPostBurst = 32;
 
+struct MrBox;
+
 struct smrc_context {
   int fd = -1;
+  // smrc_async_fd(): an epoll set of the socket and `queued_fd`, an eventfd
+  // that is readable while `events` holds any, so that events a slow-path
+  // call took off the socket keep it readable.
+  int async_fd = -1;
+  int queued_fd = -1;
   std::mutex mu;  // the socket's request/reply exchange, the tables below
   uint32_t seq = 0;
   std::atomic<bool> dead{false};
   bool fatal_reported = false;
   HelloRep hello{};
   std::deque<EventMsg> events;
+  // Everything made through the context and not destroyed yet: what
+  // smrc_close_device() frees.
   std::map<uint32_t, smrc_qp*> qps;  // by QPN, for events
   std::map<uint32_t, smrc_cq*> cqs;  // by id
+  std::set<MrBox*> mrs;
+  std::set<smrc_pd*> pds;
+  std::set<smrc_comp_channel*> channels;
 };
 
 struct smrc_pd {
@@ -119,17 +136,25 @@ bool peer_gone(smrc_context* ctx) {
   return false;
 }
 
+// What *fd says when the descriptor a reply came with did not fit the
+// process's descriptor table (the kernel dropped it).
+constexpr int kFdLost = -2;
+
 // One message from the daemon: 0, EAGAIN (flags has MSG_DONTWAIT and
 // nothing is there) or ENOTCONN. The descriptor that came with a reply
-// goes to *fd if fd is not null; any other is closed.
+// goes to *fd if fd is not null (kFdLost if it was dropped); any other is
+// closed.
 int recv_msg(smrc_context* ctx, Msg* m, int flags, int* fd = nullptr) {
   std::vector<int> fds;
-  bool truncated = false;
-  const ssize_t n = recv_message(ctx->fd, m, flags, &fds, &truncated);
+  bool truncated = false, fds_lost = false;
+  const ssize_t n = recv_message(ctx->fd, m, flags, &fds, &truncated, &fds_lost);
   const int err = n < 0 ? errno : 0;
-  const bool whole = n == static_cast<ssize_t>(sizeof(*m)) && !truncated && m->magic == kAppMagic;
-  if (whole && fd != nullptr && fds.size() == 1 && m->type != uint16_t(MsgType::kEvent))
-    *fd = fds[0];
+  const bool whole =
+      n == static_cast<ssize_t>(sizeof(*m)) && (!truncated || fds_lost) && m->magic == kAppMagic;
+  if (whole && fd != nullptr && m->type != uint16_t(MsgType::kEvent)) {
+    if (fds.size() == 1) *fd = fds[0];
+    if (fds_lost) *fd = kFdLost;
+  }
   for (int f : fds)
     if (fd == nullptr || f != *fd) ::close(f);
   if (whole) return 0;
@@ -137,6 +162,40 @@ int recv_msg(smrc_context* ctx, Msg* m, int flags, int* fd = nullptr) {
   mark_dead(ctx);  // EOF, an error, or a message we cannot read
   return ENOTCONN;
 }
+
+// The event queue, under ctx->mu: queued_fd is readable while it holds any.
+void push_event(smrc_context* ctx, const EventMsg& e) {
+  if (ctx->events.empty()) (void)!::eventfd_write(ctx->queued_fd, 1);
+  ctx->events.push_back(e);
+}
+
+EventMsg pop_event(smrc_context* ctx) {
+  const EventMsg e = ctx->events.front();
+  ctx->events.pop_front();
+  eventfd_t drained;
+  if (ctx->events.empty()) (void)!::eventfd_read(ctx->queued_fd, &drained);
+  return e;
+}
+
+// A timeout_ms argument (-1: for ever) as what is left of it at each wait,
+// so that signals and wake-ups that bring nothing do not restart it.
+class Deadline {
+ public:
+  explicit Deadline(int timeout_ms)
+      : forever_(timeout_ms < 0),
+        at_(std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms)) {}
+  // For poll(): -1, or the milliseconds left (0 once passed), rounded up.
+  int left_ms() const {
+    if (forever_) return -1;
+    const auto left = at_ - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) return 0;
+    return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
+  }
+
+ private:
+  bool forever_;
+  std::chrono::steady_clock::time_point at_;
+};
 
 // A request and its reply, under ctx->mu. Returns the reply's status.
 // `got_fd` (left -1 if none comes): where the descriptor that comes with
@@ -152,7 +211,7 @@ int call_locked(smrc_context* ctx, Msg& m, int pass_fd, Msg* reply, int* got_fd 
   for (;;) {
     if (const int e = recv_msg(ctx, reply, 0, got_fd); e != 0) return ENOTCONN;
     if (reply->type == uint16_t(MsgType::kEvent)) {
-      ctx->events.push_back(reply->u.event);
+      push_event(ctx, reply->u.event);
       continue;
     }
     if (reply->type != (m.type | kReplyBit) || reply->seq != m.seq) {
@@ -240,6 +299,16 @@ struct smrc_context* smrc_open_device(const char* path) {
     return fail<smrc_context>(ENOMEM);
   }
   ctx->fd = fd;
+  ctx->async_fd = ::epoll_create1(EPOLL_CLOEXEC);
+  ctx->queued_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_event on_socket{EPOLLIN | EPOLLRDHUP, {}}, on_queue{EPOLLIN, {}};
+  if (ctx->async_fd < 0 || ctx->queued_fd < 0 ||
+      ::epoll_ctl(ctx->async_fd, EPOLL_CTL_ADD, fd, &on_socket) != 0 ||
+      ::epoll_ctl(ctx->async_fd, EPOLL_CTL_ADD, ctx->queued_fd, &on_queue) != 0) {
+    const int e = errno;
+    smrc_close_device(ctx);
+    return fail<smrc_context>(e);
+  }
   Msg m = request(MsgType::kHello), r;
   m.u.hello.protocol_version = kAppProtocolVersion;
   m.u.hello.api_version = SMRC_API_VERSION;
@@ -248,8 +317,7 @@ struct smrc_context* smrc_open_device(const char* path) {
     m.u.hello.protocol_version = static_cast<uint32_t>(std::atoi(v));
   const int st = call(ctx, m, -1, &r);
   if (st != 0) {
-    ::close(fd);
-    delete ctx;
+    smrc_close_device(ctx);
     return fail<smrc_context>(st);
   }
   ctx->hello = r.u.hello_rep;
@@ -259,7 +327,28 @@ struct smrc_context* smrc_open_device(const char* path) {
 
 int smrc_close_device(struct smrc_context* ctx) {
   if (ctx == nullptr) return EINVAL;
+  // The daemon destroys what is left once the socket closes; the library's
+  // side of it goes here.
   ::close(ctx->fd);
+  for (auto& [qpn, qp] : ctx->qps) {
+    unmap_shared(&qp->mem);
+    delete qp;
+  }
+  for (auto& [id, cq] : ctx->cqs) {
+    unmap_shared(&cq->mem);
+    delete cq;
+  }
+  for (MrBox* box : ctx->mrs) {
+    unmap_shared(&box->mem);
+    delete box;
+  }
+  for (smrc_comp_channel* ch : ctx->channels) {
+    ::close(ch->fd);
+    delete ch;
+  }
+  for (smrc_pd* pd : ctx->pds) delete pd;
+  if (ctx->async_fd >= 0) ::close(ctx->async_fd);
+  if (ctx->queued_fd >= 0) ::close(ctx->queued_fd);
   delete ctx;
   return 0;
 }
@@ -321,6 +410,8 @@ struct smrc_pd* smrc_alloc_pd(struct smrc_context* ctx) {
   }
   pd->ctx = ctx;
   pd->id = r.u.id_rep.id;
+  std::lock_guard<std::mutex> g(ctx->mu);
+  ctx->pds.insert(pd);
   return pd;
 }
 
@@ -329,7 +420,9 @@ int smrc_dealloc_pd(struct smrc_pd* pd) {
   if (pd->users.load() != 0) return EBUSY;
   Msg m = request(MsgType::kDeallocPd), r;
   m.u.key.id = pd->id;
-  if (const int st = call(pd->ctx, m, -1, &r); st != 0 && st != ENOTCONN) return st;
+  std::lock_guard<std::mutex> g(pd->ctx->mu);
+  if (const int st = call_locked(pd->ctx, m, -1, &r); st != 0 && st != ENOTCONN) return st;
+  pd->ctx->pds.erase(pd);
   delete pd;
   return 0;
 }
@@ -342,24 +435,31 @@ struct smrc_mr* smrc_alloc_mr(struct smrc_pd* pd, size_t length, uint32_t access
                               SMRC_ACCESS_REMOTE_READ | SMRC_ACCESS_RELAXED_ORDERING;
   if (access & ~kKnown) return fail<smrc_mr>(EINVAL);
   if (peer_gone(ctx)) return fail<smrc_mr>(ENOTCONN);
+  auto* box = new (std::nothrow) MrBox;
+  if (box == nullptr) return fail<smrc_mr>(ENOMEM);
   Mapping mem;
   const int fd = create_shared(length, true, &mem);
-  if (fd < 0) return fail<smrc_mr>(-fd == EINVAL ? EINVAL : ENOMEM);
+  if (fd < 0) {
+    delete box;
+    return fail<smrc_mr>(ENOMEM);
+  }
   Msg m = request(MsgType::kRegMr), r;
   m.u.reg_mr.addr = reinterpret_cast<uint64_t>(mem.addr);
   m.u.reg_mr.length = length;
   m.u.reg_mr.access = access;
   m.u.reg_mr.pd = pd->id;
-  const int st = call(ctx, m, fd, &r);
+  std::lock_guard<std::mutex> g(ctx->mu);
+  const int st = call_locked(ctx, m, fd, &r);
   ::close(fd);
-  auto* box = st == 0 ? new (std::nothrow) MrBox : nullptr;
-  if (box == nullptr) {
+  if (st != 0) {
     unmap_shared(&mem);
-    return fail<smrc_mr>(st != 0 ? st : ENOMEM);
+    delete box;
+    return fail<smrc_mr>(st);
   }
   box->mr = smrc_mr{ctx, pd, mem.addr, length, r.u.reg_mr_rep.key, r.u.reg_mr_rep.key, access};
   box->mem = mem;
   pd->users.fetch_add(1);
+  ctx->mrs.insert(box);
   return &box->mr;
 }
 
@@ -367,9 +467,11 @@ int smrc_free_mr(struct smrc_mr* mr) {
   if (mr == nullptr) return EINVAL;
   Msg m = request(MsgType::kDeregMr), r;
   m.u.key.id = mr->lkey;
-  const int st = call(mr->context, m, -1, &r);
-  // The daemon has unmapped it (or is gone): ours goes too.
   auto* box = reinterpret_cast<MrBox*>(mr);
+  std::lock_guard<std::mutex> g(mr->context->mu);
+  const int st = call_locked(mr->context, m, -1, &r);
+  // The daemon has unmapped it (or is gone): ours goes too.
+  mr->context->mrs.erase(box);
   unmap_shared(&box->mem);
   mr->pd->users.fetch_sub(1);
   delete box;
@@ -378,19 +480,31 @@ int smrc_free_mr(struct smrc_mr* mr) {
 
 struct smrc_comp_channel* smrc_create_comp_channel(struct smrc_context* ctx) {
   if (ctx == nullptr) return fail<smrc_comp_channel>(EINVAL);
+  auto* ch = new (std::nothrow) smrc_comp_channel;
+  if (ch == nullptr) return fail<smrc_comp_channel>(ENOMEM);
   // The daemon makes the channel: a pipe whose read end comes with the reply.
   Msg m = request(MsgType::kCreateChannel), r;
   int fd = -1;
-  int st = call(ctx, m, -1, &r, &fd);
-  if (st == 0 && fd < 0) st = EPROTO;
-  auto* ch = st == 0 ? new (std::nothrow) smrc_comp_channel : nullptr;
-  if (ch == nullptr) {
-    if (fd >= 0) ::close(fd);
-    return fail<smrc_comp_channel>(st != 0 ? st : ENOMEM);
+  std::lock_guard<std::mutex> g(ctx->mu);
+  int st = call_locked(ctx, m, -1, &r, &fd);
+  if (st == 0 && fd == kFdLost) {
+    // Our descriptor table is full: the daemon's channel goes again.
+    Msg d = request(MsgType::kDestroyChannel), dr;
+    d.u.key.id = r.u.id_rep.id;
+    st = call_locked(ctx, d, -1, &dr) == ENOTCONN ? ENOTCONN : EMFILE;
+  } else if (st == 0 && fd < 0) {
+    st = EPROTO;
   }
+  if (st != 0) {
+    delete ch;
+    return fail<smrc_comp_channel>(st);
+  }
+  // smrc_get_cq_event() empties it without blocking.
+  (void)::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   ch->ctx = ctx;
   ch->id = r.u.id_rep.id;
   ch->fd = fd;
+  ctx->channels.insert(ch);
   return ch;
 }
 
@@ -402,10 +516,13 @@ int smrc_destroy_comp_channel(struct smrc_comp_channel* ch) {
   }
   Msg m = request(MsgType::kDestroyChannel), r;
   m.u.key.id = ch->id;
-  const int st = call(ch->ctx, m, -1, &r);
+  std::lock_guard<std::mutex> g(ch->ctx->mu);
+  const int st = call_locked(ch->ctx, m, -1, &r);
+  if (st != 0 && st != ENOTCONN) return st;  // still the application's
+  ch->ctx->channels.erase(ch);
   ::close(ch->fd);
   delete ch;
-  return st == ENOTCONN ? 0 : st;
+  return 0;
 }
 
 int smrc_comp_channel_fd(const struct smrc_comp_channel* ch) {
@@ -418,9 +535,14 @@ struct smrc_cq* smrc_create_cq(struct smrc_context* ctx, int cqe, void* cq_conte
       (channel != nullptr && channel->ctx != ctx))
     return fail<smrc_cq>(EINVAL);
   const uint32_t cap = std::bit_ceil(std::max<uint32_t>(static_cast<uint32_t>(cqe), 2));
+  auto* cq = new (std::nothrow) smrc_cq;
+  if (cq == nullptr) return fail<smrc_cq>(ENOMEM);
   Mapping mem;
   const int fd = create_shared(cq_bytes(cap), false, &mem);
-  if (fd < 0) return fail<smrc_cq>(ENOMEM);
+  if (fd < 0) {
+    delete cq;
+    return fail<smrc_cq>(ENOMEM);
+  }
   Msg m = request(MsgType::kCreateCq), r;
   m.u.create_cq.capacity = cap;
   m.u.create_cq.channel = channel ? channel->id : 0;
@@ -430,10 +552,10 @@ struct smrc_cq* smrc_create_cq(struct smrc_context* ctx, int cqe, void* cq_conte
     st = call_locked(ctx, m, fd, &r);
   }
   ::close(fd);
-  auto* cq = st == 0 ? new (std::nothrow) smrc_cq : nullptr;
-  if (cq == nullptr) {
+  if (st != 0) {
     unmap_shared(&mem);
-    return fail<smrc_cq>(st != 0 ? st : ENOMEM);
+    delete cq;
+    return fail<smrc_cq>(st);
   }
   cq->ctx = ctx;
   cq->id = r.u.id_rep.id;
@@ -512,6 +634,7 @@ int smrc_poll_cq(struct smrc_cq* cq, int num_entries, struct smrc_wc* wc) {
     cq->seen_overflow = overflow;
     return -EIO;
   }
+  if (cq->ctx->dead.load(std::memory_order_acquire)) return -ENOTCONN;
   if (++cq->empty_polls >= kAliveCheckPolls) {
     cq->empty_polls = 0;
     if (peer_gone(cq->ctx)) return -ENOTCONN;
@@ -526,30 +649,43 @@ int smrc_req_notify_cq(struct smrc_cq* cq, int /*solicited_only*/) {
   return 0;
 }
 
+namespace {
+
+// A CQ of the channel with a notification, which it takes; null if none.
+smrc_cq* take_fired(smrc_comp_channel* ch) {
+  std::lock_guard<std::mutex> g(ch->mu);
+  for (smrc_cq* c : ch->cqs)
+    if (c->ctrl->fired.exchange(0, std::memory_order_acq_rel) != 0) return c;
+  return nullptr;
+}
+
+}  // namespace
+
 int smrc_get_cq_event(struct smrc_comp_channel* ch, struct smrc_cq** cq, void** cq_context,
                       int timeout_ms) {
   if (ch == nullptr || cq == nullptr) return EINVAL;
+  const Deadline deadline(timeout_ms);
   for (;;) {
-    {
-      std::lock_guard<std::mutex> g(ch->mu);
-      for (smrc_cq* c : ch->cqs)
-        if (c->ctrl->fired.exchange(0, std::memory_order_acq_rel) != 0) {
-          *cq = c;
-          if (cq_context) *cq_context = c->cq_context;
-          return 0;
-        }
+    // The pipe is emptied only once no CQ has a notification left, so that
+    // its fd stays readable while one has, and stops being readable after.
+    smrc_cq* c = take_fired(ch);
+    if (c == nullptr) {
+      char wakes[256];
+      while (::read(ch->fd, wakes, sizeof(wakes)) > 0) {
+      }
+      c = take_fired(ch);  // one that fired between the look and the read
+    }
+    if (c != nullptr) {
+      *cq = c;
+      if (cq_context) *cq_context = c->cq_context;
+      return 0;
     }
     if (peer_gone(ch->ctx)) return ENOTCONN;
-    if (timeout_ms == 0) return ETIMEDOUT;
+    const int left = deadline.left_ms();
+    if (left == 0) return ETIMEDOUT;
     // Wait on the channel and the socket (for the daemon's end) at once.
     pollfd p[2] = {{ch->fd, POLLIN, 0}, {ch->ctx->fd, POLLRDHUP, 0}};
-    const int n = ::poll(p, 2, timeout_ms);
-    if (n < 0 && errno != EINTR) return errno;
-    if (n == 0) return ETIMEDOUT;
-    if (p[0].revents & POLLIN) {  // the wake-ups so far; `fired` says for which CQs
-      char wakes[256];
-      (void)!::read(ch->fd, wakes, sizeof(wakes));
-    }
+    if (::poll(p, 2, left) < 0 && errno != EINTR) return errno;
     if (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR)) mark_dead(ch->ctx);
   }
 }
@@ -580,12 +716,8 @@ struct smrc_qp* smrc_create_qp(struct smrc_pd* pd, struct smrc_qp_init_attr* ia)
     unmap_shared(&mem);
     return fail<smrc_qp>(ENOMEM);
   }
-  int st;
-  {
-    std::lock_guard<std::mutex> g(ctx->mu);
-    st = call_locked(ctx, m, fd, &r);
-    if (st == 0) ctx->qps[r.u.create_qp_rep.qpn] = qp;
-  }
+  std::lock_guard<std::mutex> g(ctx->mu);
+  const int st = call_locked(ctx, m, fd, &r);
   ::close(fd);
   if (st != 0) {
     unmap_shared(&mem);
@@ -603,6 +735,7 @@ struct smrc_qp* smrc_create_qp(struct smrc_pd* pd, struct smrc_qp_init_attr* ia)
   pd->users.fetch_add(1);
   ia->send_cq->users.fetch_add(1);
   ia->recv_cq->users.fetch_add(1);
+  ctx->qps[qp->qpn] = qp;  // complete before an event can name it
   return qp;
 }
 
@@ -617,6 +750,14 @@ int smrc_destroy_qp(struct smrc_qp* qp) {
     st = call_locked(ctx, m, -1, &r);
     if (st != 0 && st != ENOTCONN) return st;
     ctx->qps.erase(qp->qpn);
+    // The daemon sent any event of this QP before its reply: a queued one
+    // must not be pinned on a later QP that gets the same number.
+    std::deque<EventMsg> keep;
+    while (!ctx->events.empty()) {
+      const EventMsg e = pop_event(ctx);
+      if (e.kind != uint32_t(EventKind::kQpFatal) || e.qpn != qp->qpn) keep.push_back(e);
+    }
+    for (const EventMsg& e : keep) push_event(ctx, e);
   }
   unmap_shared(&qp->mem);
   qp->pd->users.fetch_sub(1);
@@ -832,21 +973,21 @@ const char* smrc_event_type_str(enum smrc_event_type t) {
 }
 
 int smrc_async_fd(const struct smrc_context* ctx) {
-  return ctx == nullptr ? -1 : ctx->fd;
+  return ctx == nullptr ? -1 : ctx->async_fd;
 }
 
 int smrc_get_async_event(struct smrc_context* ctx, struct smrc_async_event* ev, int timeout_ms) {
   if (ctx == nullptr || ev == nullptr) return EINVAL;
+  const Deadline deadline(timeout_ms);
   for (;;) {
     {
       std::lock_guard<std::mutex> g(ctx->mu);
       // Whatever is already in the socket, without waiting.
       Msg m;
       while (!ctx->dead.load() && recv_msg(ctx, &m, MSG_DONTWAIT) == 0)
-        if (m.type == uint16_t(MsgType::kEvent)) ctx->events.push_back(m.u.event);
+        if (m.type == uint16_t(MsgType::kEvent)) push_event(ctx, m.u.event);
       if (!ctx->events.empty()) {
-        const EventMsg e = ctx->events.front();
-        ctx->events.pop_front();
+        const EventMsg e = pop_event(ctx);
         *ev = smrc_async_event{};
         ev->event_type = e.kind;
         ev->plane = e.plane;
@@ -871,12 +1012,10 @@ int smrc_get_async_event(struct smrc_context* ctx, struct smrc_async_event* ev, 
         return 0;
       }
     }
-    if (timeout_ms == 0) return ETIMEDOUT;
+    const int left = deadline.left_ms();
+    if (left == 0) return ETIMEDOUT;
     pollfd p{ctx->fd, POLLIN | POLLRDHUP, 0};
-    const int n = ::poll(&p, 1, timeout_ms);
-    if (n < 0 && errno != EINTR) return errno;
-    if (n == 0) return ETIMEDOUT;
-    timeout_ms = timeout_ms < 0 ? -1 : 0;  // one more look, then give up
+    if (::poll(&p, 1, left) < 0 && errno != EINTR) return errno;
   }
 }
 

@@ -29,10 +29,13 @@
 //   api_helper contexts SOCKET         contexts until one is refused
 //   (hog and contexts hold theirs until standard input closes)
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <poll.h>
+#include <signal.h>
 #include <softmrc/softmrc.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -301,12 +304,71 @@ void waits(Basic& b) {
   expect_err(smrc_get_async_event(b.ctx, &ev, 0), ETIMEDOUT, "get_async_event, no wait");
   expect_err(smrc_get_async_event(nullptr, &ev, 0), EINVAL, "get_async_event(NULL)");
   expect_err(smrc_get_async_event(b.ctx, nullptr, 0), EINVAL, "get_async_event, NULL event");
-  // The async fd is the context's socket.
-  int type = 0;
-  socklen_t len = sizeof(type);
-  expect(getsockopt(smrc_async_fd(b.ctx), SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
-             type == SOCK_SEQPACKET,
-         "async_fd is the context's SEQPACKET socket", type);
+  // Nothing waits: the async fd is not readable.
+  pollfd async{smrc_async_fd(b.ctx), POLLIN, 0};
+  expect(async.fd >= 0 && poll(&async, 1, 0) == 0, "async_fd not readable with no event");
+
+  // Signals every 20 ms neither make a wait last for ever nor end it early.
+  struct sigaction tick {};
+  tick.sa_handler = [](int) {};  // no SA_RESTART: poll() returns EINTR
+  sigaction(SIGALRM, &tick, nullptr);
+  const itimerval every{{0, 20'000}, {0, 20'000}};
+  setitimer(ITIMER_REAL, &every, nullptr);
+  const auto waited = [](auto wait) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int e = wait();
+    return std::pair{e,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+  };
+  auto [e1, s1] = waited([&] { return smrc_get_cq_event(b.ch, &cq, &cq_ctx, 300); });
+  expect_err(e1, ETIMEDOUT, "get_cq_event under signals");
+  expect(s1 >= 0.29 && s1 < 10, "get_cq_event, 300 ms under signals: its time (ms)",
+         long(s1 * 1000));
+  auto [e2, s2] = waited([&] { return smrc_get_async_event(b.ctx, &ev, 300); });
+  expect_err(e2, ETIMEDOUT, "get_async_event under signals");
+  expect(s2 >= 0.29 && s2 < 10, "get_async_event, 300 ms under signals: its time (ms)",
+         long(s2 * 1000));
+  const itimerval off{};
+  setitimer(ITIMER_REAL, &off, nullptr);
+}
+
+// smrc_close_device with everything still made: the library frees its side
+// (descriptors and mappings), round after round.
+void close_leaves_nothing(const char* sock) {
+  const auto count = [](const char* path, bool lines) {
+    long n = 0;
+    if (lines) {
+      FILE* f = std::fopen(path, "r");
+      for (int c; f && (c = std::fgetc(f)) != EOF;) n += c == '\n';
+      if (f) std::fclose(f);
+    } else if (DIR* d = opendir(path)) {
+      while (readdir(d)) ++n;
+      closedir(d);
+    }
+    return n;
+  };
+  long fds0 = 0, maps0 = 0;
+  for (int round = 0; round < 3; ++round) {
+    Basic b;
+    if (!setup(sock, &b, 16, 8 << 20)) {
+      expect(false, "setup for close_device");
+      return;
+    }
+    smrc_close_device(b.ctx);
+    b.ctx = nullptr;  // its handles went with the context
+    b.pd = nullptr;
+    b.ch = nullptr;
+    b.cq = nullptr;
+    b.mr = nullptr;
+    b.qp = nullptr;
+    const long fds = count("/proc/self/fd", false), maps = count("/proc/self/maps", true);
+    if (round == 0) {
+      fds0 = fds;
+      maps0 = maps;
+    }
+    expect_value(fds, fds0, "descriptors after close_device, round after round");
+    expect_value(maps, maps0, "mappings after close_device, round after round");
+  }
 }
 
 int misuse(const char* sock, const char* peer_ip) {
@@ -407,6 +469,7 @@ int misuse(const char* sock, const char* peer_ip) {
              "query_profile into NULL");
   table_limits(b, da);
   waits(b);
+  close_leaves_nothing(sock);
 
   // Posting before RTS.
   smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), 64, b.mr->lkey};
@@ -537,6 +600,9 @@ int misuse(const char* sock, const char* peer_ip) {
   expect(smrc_get_cq_event(b.ch, &ev_cq, nullptr, 0) == 0 && ev_cq == b.cq,
          "get_cq_event names the CQ");
   smrc_ack_cq_events(ev_cq, 1);
+  // Readable until a call finds nothing left (an event loop must not spin).
+  expect_err(smrc_get_cq_event(b.ch, &ev_cq, nullptr, 0), ETIMEDOUT, "get_cq_event, taken");
+  expect(poll(&channel, 1, 0) == 0, "comp_channel_fd not readable once nothing is left");
   expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 11 && wc.status == SMRC_WC_LOC_PROT_ERR,
          "out-of-region SGE completes with LOC_PROT_ERR", wc.status);
   sge.addr = reinterpret_cast<uintptr_t>(b.mr->addr);
@@ -1227,6 +1293,28 @@ int port_events(const char* sock, uint32_t plane) {
   return smrc_close_device(ctx);
 }
 
+// Takes no event until a line on standard input, then every one waiting:
+// the plane's changes must all be there, in order (down, up, down, ...).
+int port_events_later(const char* sock, uint32_t plane) {
+  smrc_context* ctx = smrc_open_device(sock);
+  if (ctx == nullptr) return 2;
+  std::printf("ready\n");
+  std::fflush(stdout);
+  char line[16];
+  if (std::fgets(line, sizeof(line), stdin) == nullptr) return 2;
+  long changes = 0;
+  bool in_order = true;
+  smrc_async_event ev{};
+  while (smrc_get_async_event(ctx, &ev, 2000) == 0) {
+    if (ev.plane != plane) continue;
+    in_order &= ev.event_type == (changes % 2 == 0 ? SMRC_EVENT_PORT_ERR : SMRC_EVENT_PORT_ACTIVE);
+    ++changes;
+  }
+  std::printf("events: %ld on plane %u, %s\n", changes, plane,
+              in_order ? "in order" : "out of order");
+  return smrc_close_device(ctx);
+}
+
 // Until the test closes our standard input.
 void hold() {
   char c;
@@ -1306,5 +1394,7 @@ int main(int argc, char** argv) {
   if (mode == "hog" && argc == 4) return hog(argv[2], std::atoi(argv[3]));
   if (mode == "port_events" && argc == 4)
     return port_events(argv[2], static_cast<uint32_t>(std::atoi(argv[3])));
+  if (mode == "port_events_later" && argc == 4)
+    return port_events_later(argv[2], static_cast<uint32_t>(std::atoi(argv[3])));
   return 2;
 }

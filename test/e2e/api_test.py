@@ -511,7 +511,7 @@ def case_connection_limits(args):
         check(line == 'contexts: 0 open, then EBUSY', f'another application: {line}')
         counted = ctl(args, 'a', 'stats')['applications']
         want = {'connected': 256, 'serving': 256, 'connections': 64 + 257 + 1, 'served': 256,
-                'refused': 0, 'busy': 2, 'hello_timeouts': 64, 'gone': 0}
+                'refused': 0, 'busy': 2, 'hello_timeouts': 64, 'gone': 0, 'events_dropped': 0}
         check(counted == want, f'smrcctl stats: applications {counted}, want {want}')
         for app in (second, first):
             code, out = app.finish()
@@ -854,6 +854,29 @@ def case_port_events(args):
         code, out = app.finish()
         check(code == 0, f'port_events exit {code}: {out}')
         print('ok: smrcctl port set down/up reached the application as PORT_ERR, PORT_ACTIVE')
+        # An application that takes no event for a while: far more changes
+        # than its socket holds wait in the daemon, none lost.
+        later = App([args.helper, 'port_events_later', sock(args, 'app-a'), '1'])
+        later.read_line(r'^ready$')
+        rounds = 200
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+            c.connect(sock(args, 'ctl-a'))
+            f = c.makefile('rw')
+            for _ in range(rounds):
+                for state in ('down', 'up'):
+                    f.write(f'port set a 1 {state}\n')
+                    f.flush()
+                    reply = json.loads(f.readline())
+                    check(reply.get('ok'), f'port set a 1 {state}: {reply}')
+        later.proc.stdin.write(b'go\n')
+        later.proc.stdin.flush()
+        line = later.read_line(r'^events: ', timeout=30)
+        check(line == f'events: {2 * rounds} on plane 1, in order', line)
+        code, out = later.finish()
+        check(code == 0, f'port_events_later exit {code}: {out}')
+        dropped = ctl(args, 'a', 'stats')['applications']['events_dropped']
+        check(dropped == 0, f'{dropped} events dropped')
+        print(f'ok: {2 * rounds} plane changes waited for an application that took none, in order')
     with_pair(args, body)
 
 

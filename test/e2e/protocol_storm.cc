@@ -372,6 +372,12 @@ void Storm::try_holes(const s::Mapping& mem) {
   ++holes_refused_;
 }
 
+// Whether a memfd of `given` bytes backs a request for `need`: at least
+// that, and less than a page more (shm::map_shared()).
+bool backs(size_t given, size_t need) {
+  return given >= need && given - need < 4096;
+}
+
 size_t Storm::attach(FdKind kind, size_t bytes, Fds* out, s::Mapping* mem) {
   size_t memfd_bytes = 0;
   const auto memfd = [&](size_t b) {
@@ -502,7 +508,7 @@ void Storm::reg_mr() {
   if (bad_access) r.access |= 1u << (3 + rng.below(16));
   bool good_pd = true;
   r.pd = pd_id(&good_pd);
-  const bool ok = given >= r.length && r.length != 0 && r.length <= s::kMaxMrBytes &&
+  const bool ok = backs(given, r.length) && r.length != 0 && r.length <= s::kMaxMrBytes &&
                   r.addr + r.length >= r.addr && !bad_access && good_pd;
   const s::Msg rep = call(m, fds.fds);
   expect(ok, !ok, rep, "reg_mr", ENOMEM);
@@ -597,7 +603,7 @@ void Storm::create_cq() {
   Cq cq;
   const size_t bytes = s::cq_bytes(good_capacity ? r.capacity : 64);
   const size_t given = attach(fd_kind(), bytes, &fds, &cq.mem);
-  const bool ok = good_capacity && good_channel && given >= bytes;
+  const bool ok = good_capacity && good_channel && backs(given, bytes);
   const s::Msg rep = call(m, fds.fds);
   expect(ok, !ok, rep, "create_cq");
   if (rep.status != 0) return cq.release();
@@ -656,7 +662,7 @@ void Storm::create_qp() {
   Qp q;
   const size_t bytes = good ? s::qp_bytes(r.send_ring_capacity, r.recv_ring_capacity) : 4096;
   const size_t given = attach(fd_kind(), bytes, &fds, &q.mem);
-  const bool ok = good && given >= bytes;
+  const bool ok = good && backs(given, bytes);
   const s::Msg rep = call(m, fds.fds);
   expect(ok, !ok, rep, "create_qp", ENOMEM);
   if (rep.status != 0) return q.release();
@@ -790,7 +796,9 @@ void Storm::junk() {
     case 2:
       return expect(false, true, call(m, {}, sizeof(m) + 1 + rng.below(64)), "a long message");
     case 3: {
-      static constexpr uint16_t kTypes[] = {0, uint16_t(s::MsgType::kEvent), 14, 77,
+      // None, the daemon's own event, the first type past it, a far one, a reply.
+      static constexpr uint16_t kTypes[] = {0, uint16_t(s::MsgType::kEvent),
+                                            uint16_t(s::MsgType::kEvent) + 1, 77,
                                             uint16_t(s::MsgType::kQueryQp) | s::kReplyBit};
       m.type = kTypes[rng.below(5)];
       return expect(false, true, call(m), "an unknown message type");

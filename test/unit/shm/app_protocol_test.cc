@@ -6,15 +6,20 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/falloc.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "shm/shared_memory.h"
@@ -96,6 +101,84 @@ TEST(AppMessage, DescriptorsComeWithTheirMessageAndLongMessagesAreFlagged) {
   EXPECT_EQ(recv_message(sp[1], &got, MSG_DONTWAIT, &fds, &truncated), -1);
   EXPECT_EQ(errno, EAGAIN);
   for (int fd : {sp[0], sp[1], p[0], p[1]}) ::close(fd);
+}
+
+// A TCP connection on loopback whose peer never reads, with unsent data,
+// set to linger `seconds`: its last close() waits that long. *listener is
+// the never-accepting peer (close it after).
+int lingering_socket(int seconds, int* listener) {
+  *listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int small = 4096;
+  (void)::setsockopt(*listener, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (::bind(*listener, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      ::listen(*listener, 1) != 0 ||
+      ::getsockname(*listener, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    return -1;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) return -1;
+  static char chunk[4096];
+  while (::send(fd, chunk, sizeof(chunk), MSG_DONTWAIT) > 0) {
+  }
+  const linger l{1, seconds};
+  (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+  return fd;
+}
+
+double seconds_to(void (*close_it)(int), int fd) {
+  const auto t0 = std::chrono::steady_clock::now();
+  close_it(fd);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void plain_close(int fd) {
+  ::close(fd);
+}
+
+TEST(AppMessage, DescriptorsFromAnApplicationAreClosedWithoutWaiting) {
+  int listener = -1;
+  int fd = lingering_socket(2, &listener);
+  ASSERT_GE(fd, 0);
+  EXPECT_GE(seconds_to(plain_close, fd), 1.5) << "the setup: close() waits for the linger";
+  ::close(listener);
+
+  // Alone; queued in a UNIX socket; queued in a connection to a UNIX
+  // socket that was never accepted.
+  for (int where = 0; where < 3; ++where) {
+    SCOPED_TRACE("case " + std::to_string(where));
+    fd = lingering_socket(60, &listener);
+    ASSERT_GE(fd, 0);
+    int victim = fd;
+    const Msg m = request(MsgType::kHello);
+    if (where == 1) {
+      int sp[2];
+      ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), 0);
+      ASSERT_EQ(send_message(sp[0], m, fd), 0);
+      ::close(sp[0]);
+      victim = sp[1];
+    } else if (where == 2) {
+      sockaddr_un u{};
+      u.sun_family = AF_UNIX;
+      const std::string name = "softmrc-close-test-" + std::to_string(::getpid());
+      std::memcpy(u.sun_path + 1, name.data(), name.size());  // abstract
+      const socklen_t ulen =
+          static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+      victim = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+      ASSERT_EQ(::bind(victim, reinterpret_cast<sockaddr*>(&u), ulen), 0);
+      ASSERT_EQ(::listen(victim, 4), 0);
+      const int c = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+      ASSERT_EQ(::connect(c, reinterpret_cast<sockaddr*>(&u), ulen), 0);
+      ASSERT_EQ(send_message(c, m, fd), 0);
+      ::close(c);
+    }
+    if (victim != fd) ::close(fd);  // the queued copy is the last one
+    EXPECT_LT(seconds_to(close_received, victim), 30.0);
+    ::close(listener);
+  }
 }
 
 TEST(AppMessage, CqAndQpSizesMustBePowersOfTwoWithinLimits) {
@@ -249,6 +332,11 @@ TEST(SharedMemory, OnlySealedMemfdsOfTheRightSizeAreMapped) {
   const char* why = nullptr;
   Mapping theirs;
   EXPECT_EQ(map_shared(fd, mine.bytes + 1, &theirs, &why), EINVAL);
+  EXPECT_STREQ(why, "shared memory shorter than the request says");
+  // A page or more beyond the request: the daemon would map, check and
+  // back memory nothing uses.
+  EXPECT_EQ(map_shared(fd, mine.bytes - 4096, &theirs, &why), EINVAL);
+  EXPECT_STREQ(why, "shared memory longer than the request says");
   ASSERT_EQ(map_shared(fd, 10000, &theirs, &why), 0) << why;
   static_cast<char*>(mine.addr)[9999] = 42;
   EXPECT_EQ(static_cast<char*>(theirs.addr)[9999], 42);

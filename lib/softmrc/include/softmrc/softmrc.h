@@ -18,7 +18,11 @@
  * returning a pointer return NULL and set errno; smrc_poll_cq() returns
  * the number of completions or a negative errno value. ENOTCONN always
  * means the daemon is gone: the context is dead and only the destroy
- * calls and smrc_close_device() remain useful.
+ * calls and smrc_close_device() remain useful. The library learns of it
+ * in slow-path calls, waits, and empty polls of a CQ; posting does not
+ * look (it returns 0 until another call has found out). A daemon that is
+ * alive but never answers (stopped, SIGSTOP) holds slow-path calls until
+ * it answers.
  *
  * Threading. Slow-path calls (open, create, modify, destroy, alloc) may be
  * made from any thread. The data path is single-threaded per queue: a QP
@@ -99,8 +103,10 @@ union smrc_gid {
  * answered, ENOMEM, EMFILE/ENFILE no descriptor for the socket. */
 struct smrc_context* smrc_open_device(const char* path);
 /* Closes the context. Everything made through it that the application has
- * not destroyed is destroyed by the daemon (as if the process had died).
- * Returns 0, or EINVAL for NULL. */
+ * not destroyed is destroyed by the daemon (as if the process had died),
+ * and the library frees its own side of it (mappings, descriptors,
+ * handles): those handles are then as invalid as the context. Returns 0,
+ * or EINVAL for NULL. */
 int smrc_close_device(struct smrc_context* ctx);
 
 enum smrc_device_cap_flags {
@@ -231,12 +237,16 @@ struct smrc_wc {
 /* A completion channel: an fd that becomes readable when a CQ bound to it
  * with a request for notification gets a completion. Errors: EINVAL,
  * ENOMEM (256 on this device already, or the daemon's descriptor limit
- * leaves no more), EMFILE (the daemon could not make its pipe), ENOTCONN. */
+ * leaves no more), EMFILE (the daemon could not make its pipe, or this
+ * process has no descriptor free for it), ENOTCONN. */
 struct smrc_comp_channel* smrc_create_comp_channel(struct smrc_context* ctx);
-/* Errors: EINVAL (NULL), EBUSY (CQs still bound to it). */
+/* Errors: EINVAL (NULL), EBUSY (CQs still bound to it; the channel stays
+ * the application's). */
 int smrc_destroy_comp_channel(struct smrc_comp_channel* channel);
-/* The fd to poll()/epoll (readable: call smrc_get_cq_event); -1 for
- * NULL. */
+/* The fd to poll()/epoll (readable: call smrc_get_cq_event, with timeout
+ * 0 in an event loop). It stays readable while a CQ of the channel has a
+ * notification not yet taken; the call that finds none left empties it
+ * and returns ETIMEDOUT. -1 for NULL. */
 int smrc_comp_channel_fd(const struct smrc_comp_channel* channel);
 
 /* A CQ of at least `cqe` entries (rounded up to a power of two). `channel`
@@ -251,8 +261,9 @@ int smrc_cq_size(const struct smrc_cq* cq);
 
 /* Takes up to `num_entries` completions, oldest first. Returns how many
  * (0: none now), or a negative errno value: -EINVAL (NULL, num_entries <
- * 0), -ENOTCONN (the daemon is gone; checked every few hundred empty
- * polls, never when completions are waiting), -EIO (the daemon corrupted
+ * 0), -ENOTCONN (the daemon is gone: once the library knows, at the
+ * next empty poll, and it looks itself every few hundred empty polls;
+ * never when completions are waiting), -EIO (the daemon corrupted
  * the ring, or the CQ overflowed and completions were lost). */
 int smrc_poll_cq(struct smrc_cq* cq, int num_entries, struct smrc_wc* wc);
 
@@ -265,7 +276,8 @@ int smrc_req_notify_cq(struct smrc_cq* cq, int solicited_only);
 
 /* Waits until a CQ of the channel has a notification, and returns it and
  * its cq_context (cq_context may be NULL). timeout_ms: -1 waits for ever,
- * 0 does not wait. Returns 0, or ETIMEDOUT, EINVAL (NULL channel or cq),
+ * 0 does not wait; signals and wake-ups that bring nothing do not make
+ * the wait longer. Returns 0, or ETIMEDOUT, EINVAL (NULL channel or cq),
  * ENOTCONN (the daemon went away while waiting; never a hang). */
 int smrc_get_cq_event(struct smrc_comp_channel* channel, struct smrc_cq** cq, void** cq_context,
                       int timeout_ms);
@@ -520,12 +532,16 @@ struct smrc_async_event {
   uint32_t status;     /* QP_FATAL: enum smrc_wc_status, why */
 };
 
-/* The fd to poll() for async events (readable: call
- * smrc_get_async_event); -1 for NULL. */
+/* The fd to poll()/epoll for async events (readable: call
+ * smrc_get_async_event): an epoll set of the library's, readable while an
+ * event waits, in the socket or already taken off it by another call,
+ * and when the daemon goes away. -1 for NULL. */
 int smrc_async_fd(const struct smrc_context* ctx);
-/* The next async event. timeout_ms: -1 for ever, 0 no wait. Returns 0,
- * ETIMEDOUT, EINVAL (NULL ctx or event). When the daemon goes away, the
- * next call returns one SMRC_EVENT_DEVICE_FATAL event, then ENOTCONN. */
+/* The next async event. timeout_ms: -1 for ever, 0 no wait; signals and
+ * other threads' calls do not end the wait early. Returns 0, ETIMEDOUT,
+ * EINVAL (NULL ctx or event). An event of a QP destroyed before it was
+ * taken is dropped. When the daemon goes away, the next call returns one
+ * SMRC_EVENT_DEVICE_FATAL event, then ENOTCONN. */
 int smrc_get_async_event(struct smrc_context* ctx, struct smrc_async_event* event, int timeout_ms);
 
 #ifdef __cplusplus
