@@ -446,10 +446,11 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now,
   if (checked.ipv4_checksum == wire::PortVerdict::kGood) ++c.rx_ipv4_checksum_by_port;
   // The sender is looked up (a scan of the peers) only where it matters: a
   // connectionless probe's reply has no QP to take the peer from, and a
-  // QP_GONE must come from the QP's own peer.
+  // QP_GONE or a port status must come from the QP's own peer.
   const bool sender_matters =
       (view_.t.opcode == wire::Opcode::kProbeRequest && (view_.t.dest_qpn & wire::kQpnMask) == 0) ||
-      (view_.t.opcode == wire::Opcode::kNack && view_.t.fb.code == wire::NackCode::kQpGone);
+      (view_.t.opcode == wire::Opcode::kNack && view_.t.fb.code == wire::NackCode::kQpGone) ||
+      view_.t.opcode == wire::Opcode::kPortStatus;
   const uint32_t src_peer =
       sender_matters ? framer_.peer_of(view_, static_cast<uint8_t>(plane)) : engine::kUnknownPeer;
   ep_.on_packet(view_, static_cast<uint8_t>(plane), now, src_peer, &placement);

@@ -281,7 +281,7 @@ void Endpoint::on_packet(const wire::PacketView& pkt, uint8_t plane, TimeNs now,
   else if (op == wire::Opcode::kProbeReply)
     q->on_probe_reply(pkt, now, s);
   else if (op == wire::Opcode::kPortStatus)
-    q->on_port_status(pkt, now, s);
+    q->on_port_status(pkt, src_peer, now, s);
   else
     ++counters_.rx_unexpected;
   touched(qpn);

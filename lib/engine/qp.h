@@ -81,7 +81,7 @@ class Qp {
   // know it.
   void on_feedback(const wire::PacketView& pkt, uint32_t src_peer, TimeNs now, Sinks& s);
   void on_probe_reply(const wire::PacketView& pkt, TimeNs now, Sinks& s);
-  void on_port_status(const wire::PacketView& pkt, TimeNs now, Sinks& s);
+  void on_port_status(const wire::PacketView& pkt, uint32_t src_peer, TimeNs now, Sinks& s);
   // A local port changed: `mask` has a bit per up port, `seq` numbers the
   // endpoint's updates.
   void set_local_plane(uint8_t plane, uint32_t mask, uint32_t seq, TimeNs now, Sinks& s);

@@ -430,6 +430,12 @@ void Qp::on_feedback(const wire::PacketView& pkt, uint32_t src_peer, TimeNs now,
 
   const uint32_t ref = fb.ref_psn & wire::kPsnMask;
   if (fb.code == wire::NackCode::kRemoteAccess || fb.code == wire::NackCode::kInvalidRequest) {
+    // A refused packet is never acknowledged, so a NACK that names no PSN
+    // in flight is a stray copy (an earlier connection's): not ours to die of.
+    if (wqe_of_psn(ref) == kNil) {
+      ++counters_.feedback_ignored;
+      return;
+    }
     const bool access = fb.code == wire::NackCode::kRemoteAccess;
     fail(access ? WcStatus::kRemoteAccessError : WcStatus::kRemoteInvalidRequest, wqe_of_psn(ref),
          access ? "the responder refused the target (rkey, bounds or access)"
@@ -628,8 +634,12 @@ void Qp::set_local_plane(uint8_t plane, uint32_t mask, uint32_t seq, TimeNs now,
   drain_ev_events(s);
 }
 
-void Qp::on_port_status(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
+void Qp::on_port_status(const wire::PacketView& pkt, uint32_t src_peer, TimeNs now, Sinks& s) {
   const wire::PortStatus& ps = pkt.t.port_status;
+  if (src_peer != kUnknownPeer && src_peer != attr_.peer) {  // not our peer's planes
+    ++counters_.feedback_ignored;
+    return;
+  }
   if (have_remote_status_ && static_cast<int32_t>(ps.seq - remote_status_seq_) <= 0) return;
   have_remote_status_ = true;
   remote_status_seq_ = ps.seq;

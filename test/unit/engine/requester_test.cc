@@ -679,6 +679,17 @@ TEST(Nack, RemoteAccessNackFailsThatRequestAndFlushesTheRest) {
   EXPECT_EQ(q.qp().state(), QpState::kError);
 }
 
+TEST(Nack, ARefusalNamingNoPsnInFlightIsAStrayAndIgnored) {
+  OneQp q;
+  ASSERT_TRUE(q.write(1, 0, 100).ok());
+  const auto tx = q.tx(0);
+  for (NackCode code : {NackCode::kRemoteAccess, NackCode::kInvalidRequest})
+    q.ep.on_packet(q.ack(100, 5'000, tx[0].ev, {}, code), 0, 1000);
+  EXPECT_EQ(q.qp().state(), QpState::kRts);
+  EXPECT_EQ(q.qp().counters().feedback_ignored, 2u);
+  EXPECT_TRUE(q.completions().empty());
+}
+
 // A QP_GONE names the QP that is gone in its echo tag: OneQp's peer QP.
 constexpr uint32_t kGoneQpn = OneQpConfig{}.dest_qpn;
 
@@ -936,6 +947,20 @@ TEST(Plane, PeerPortStatusTakesItsPlanesOutOfUseAndOlderUpdatesAreIgnored) {
   status(0b11, 6);
   EXPECT_TRUE(q.qp().evs().plane_up(0));
   EXPECT_EQ(q.qp().counters().port_status_rx, 2u);
+}
+
+TEST(Plane, PortStatusFromAnEndpointOtherThanThePeerIsIgnored) {
+  OneQp q;
+  wire::PacketView pv;
+  pv.t.opcode = Opcode::kPortStatus;
+  pv.t.dest_qpn = q.qpn;
+  pv.t.port_status = wire::PortStatus{0, 7, 2};
+  q.ep.on_packet(pv, 1, 1'000, q.qp().attr().peer + 1);
+  EXPECT_TRUE(q.qp().evs().plane_up(0));
+  EXPECT_TRUE(q.qp().evs().plane_up(1));
+  EXPECT_EQ(q.qp().counters().feedback_ignored, 1u);
+  q.ep.on_packet(pv, 1, 1'000, q.qp().attr().peer);
+  EXPECT_FALSE(q.qp().evs().plane_up(0)) << "the peer's own";
 }
 
 TEST(Ecn, EcnEchoReachesTheEvSet) {
