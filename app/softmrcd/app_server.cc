@@ -45,6 +45,7 @@ constexpr uint64_t kReapIntervalNs = 10'000'000;  // retired regions: checked ev
 // regions, CQs and QPs may take: the rest stays for DPDK, the heap and the
 // threads, which would fail to grow if the applications took it all.
 constexpr size_t kMappingShareDivisor = 2;
+constexpr size_t kDefaultMaxMapCount = 65530;  // the kernel's, where /proc does not say
 // Events held for an application that does not take them, beyond which
 // more are dropped (and counted): a QP's fatal event is one per QP, so this
 // covers many more QPs than a context has; port events are a few per
@@ -158,9 +159,9 @@ bool AppServer::setup(const Config& cfg,
     const size_t most = size_t{kMaxClients} * shm::kMaxChannelsPerClient;
     const size_t held = kMaxClients + kMaxGreeting + kFdReserve;
     channel_budget_ = nofile.rlim_cur > held ? std::min<size_t>(nofile.rlim_cur - held, most) : 0;
-    size_t max_map_count = 65530;  // the kernel's default
+    size_t max_map_count = kDefaultMaxMapCount;
     if (FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
-      if (std::fscanf(f, "%zu", &max_map_count) != 1) max_map_count = 65530;
+      if (std::fscanf(f, "%zu", &max_map_count) != 1) max_map_count = kDefaultMaxMapCount;
       std::fclose(f);
     }
     mapping_budget_ = max_map_count / kMappingShareDivisor;
@@ -365,28 +366,27 @@ bool send_event(int fd, const shm::EventMsg& e) {
 
 }  // namespace
 
-// Events are never lost to an application that is slow to take them: what
-// its socket has no room for waits in `unsent`, in order, up to
-// kMaxUnsentEvents.
+// Events are never lost to an application that is slow to take them: each
+// waits in its `unsent`, in order, up to kMaxUnsentEvents, and goes once
+// its socket has room.
 void AppServer::send_events(Listener& l) {
-  for (auto& c : clients_) {
-    if (c->l != &l) continue;
-    while (!c->unsent.empty() && room_for_event(c->fd) && send_event(c->fd, c->unsent.front()))
-      c->unsent.pop_front();
-  }
   AppEvent ev[32];
-  uint32_t n;
-  while ((n = l.stage->take_events(ev, 32)) > 0) {
-    for (uint32_t i = 0; i < n; ++i) {
+  for (;;) {
+    for (auto& c : clients_) {
+      if (c->l != &l) continue;
+      while (!c->unsent.empty() && room_for_event(c->fd) && send_event(c->fd, c->unsent.front()))
+        c->unsent.pop_front();
+    }
+    const uint32_t n = l.stage->take_events(ev, 32);
+    if (n == 0) return;
+    for (uint32_t i = 0; i < n; ++i)
       for (auto& c : clients_) {
         if (c->l != &l || !c->hello || (ev[i].owner != 0 && ev[i].owner != c->owner)) continue;
-        if (c->unsent.empty() && room_for_event(c->fd) && send_event(c->fd, ev[i].msg)) continue;
         if (c->unsent.size() < kMaxUnsentEvents)
           c->unsent.push_back(ev[i].msg);
         else
           ++counted_.events_dropped;
       }
-    }
   }
 }
 

@@ -77,7 +77,8 @@ int map_shared(int fd, size_t min_bytes, Mapping* out, const char** why) {
   // Not more than the request rounded up to the file's pages (hugepages on
   // hugetlbfs): mapping and checking a larger one would cost the daemon's
   // time and page tables for memory the request does not use.
-  const size_t unit = std::max<size_t>(static_cast<size_t>(st.st_blksize), 4096);
+  const size_t unit =
+      std::max(static_cast<size_t>(st.st_blksize), static_cast<size_t>(sysconf(_SC_PAGESIZE)));
   if (bytes - min_bytes >= unit) {
     *why = "shared memory longer than the request says";
     return EINVAL;

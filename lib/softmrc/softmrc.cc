@@ -163,17 +163,24 @@ int recv_msg(smrc_context* ctx, Msg* m, int flags, int* fd = nullptr) {
   return ENOTCONN;
 }
 
-// The event queue, under ctx->mu: queued_fd is readable while it holds any.
+// The event queue, under ctx->mu: queued_fd is readable while it holds
+// any. Each change of the queue ends here, told whether it was empty.
+void queue_changed(smrc_context* ctx, bool was_empty) {
+  eventfd_t drained;
+  if (was_empty && !ctx->events.empty()) (void)!::eventfd_write(ctx->queued_fd, 1);
+  if (!was_empty && ctx->events.empty()) (void)!::eventfd_read(ctx->queued_fd, &drained);
+}
+
 void push_event(smrc_context* ctx, const EventMsg& e) {
-  if (ctx->events.empty()) (void)!::eventfd_write(ctx->queued_fd, 1);
+  const bool was_empty = ctx->events.empty();
   ctx->events.push_back(e);
+  queue_changed(ctx, was_empty);
 }
 
 EventMsg pop_event(smrc_context* ctx) {
   const EventMsg e = ctx->events.front();
   ctx->events.pop_front();
-  eventfd_t drained;
-  if (ctx->events.empty()) (void)!::eventfd_read(ctx->queued_fd, &drained);
+  queue_changed(ctx, false);
   return e;
 }
 
@@ -752,12 +759,11 @@ int smrc_destroy_qp(struct smrc_qp* qp) {
     ctx->qps.erase(qp->qpn);
     // The daemon sent any event of this QP before its reply: a queued one
     // must not be pinned on a later QP that gets the same number.
-    std::deque<EventMsg> keep;
-    while (!ctx->events.empty()) {
-      const EventMsg e = pop_event(ctx);
-      if (e.kind != uint32_t(EventKind::kQpFatal) || e.qpn != qp->qpn) keep.push_back(e);
-    }
-    for (const EventMsg& e : keep) push_event(ctx, e);
+    const bool was_empty = ctx->events.empty();
+    std::erase_if(ctx->events, [&](const EventMsg& e) {
+      return e.kind == uint32_t(EventKind::kQpFatal) && e.qpn == qp->qpn;
+    });
+    queue_changed(ctx, was_empty);
   }
   unmap_shared(&qp->mem);
   qp->pd->users.fetch_sub(1);

@@ -335,15 +335,19 @@ void waits(Basic& b) {
 // smrc_close_device with everything still made: the library frees its side
 // (descriptors and mappings), round after round.
 void close_leaves_nothing(const char* sock) {
-  const auto count = [](const char* path, bool lines) {
+  const auto open_fds = [] {
     long n = 0;
-    if (lines) {
-      FILE* f = std::fopen(path, "r");
-      for (int c; f && (c = std::fgetc(f)) != EOF;) n += c == '\n';
-      if (f) std::fclose(f);
-    } else if (DIR* d = opendir(path)) {
+    if (DIR* d = opendir("/proc/self/fd")) {
       while (readdir(d)) ++n;
       closedir(d);
+    }
+    return n;
+  };
+  const auto mappings = [] {
+    long n = 0;
+    if (FILE* f = std::fopen("/proc/self/maps", "r")) {
+      for (int c; (c = std::fgetc(f)) != EOF;) n += c == '\n';
+      std::fclose(f);
     }
     return n;
   };
@@ -361,7 +365,7 @@ void close_leaves_nothing(const char* sock) {
     b.cq = nullptr;
     b.mr = nullptr;
     b.qp = nullptr;
-    const long fds = count("/proc/self/fd", false), maps = count("/proc/self/maps", true);
+    const long fds = open_fds(), maps = mappings();
     if (round == 0) {
       fds0 = fds;
       maps0 = maps;
