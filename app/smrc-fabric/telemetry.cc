@@ -50,7 +50,7 @@ int on_command(const char* cmd, const char* params, rte_tel_data* d) {
   } else {
     port_rows(*g_process, &report);
   }
-  return softmrcd::put_report(report, err, d);
+  return softmrcd::put_report(report, err, d, 0);
 }
 
 }  // namespace

@@ -414,6 +414,7 @@ void read_root(const YAML::Node& root, Config* c) {
   c->control_socket = m.string("control_socket");
   c->control_group = m.string("control_group");
   c->control_state_file = m.string("control_state_file");
+  m.uint("control_idle_ms", 0, 86'400'000, &c->control_idle_ms);
   c->app_group = m.string("app_group");
   {
     Map mp(m.get("mempool"), "mempool");

@@ -200,6 +200,7 @@ struct Config {
   std::string control_socket;
   std::string control_group;
   std::string control_state_file;
+  uint64_t control_idle_ms = 60'000;  // a controller connection without requests; 0: kept
   // Besides root, the group whose members may use the endpoints'
   // app_sockets (empty: root only).
   std::string app_group;

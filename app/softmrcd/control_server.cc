@@ -9,17 +9,22 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "softmrcd/daemon.h"
 #include "softmrcd/report.h"
 #include "wire/usid.h"
 
 namespace softmrc::softmrcd {
+
+static_assert(ControlServer::kProbeSlots >= engine::EndpointConfig{}.ctrl_queue_packets,
+              "a probe slot must outlive the probe in the engine's control queue");
 
 using control::Err;
 using control::Json;
@@ -95,7 +100,9 @@ bool ControlServer::open(std::string* err) {
     e->set_control_events(r);
   }
   lost_seen_.assign(rings_.size(), 0);
-  probe_evs_.resize(kProbeSlots);
+  unreported_lost_.assign(rings_.size(), 0);
+  probe_evs_.assign(rings_.size(), std::vector<wire::WireEv>(kProbeSlots));
+  next_probe_.assign(rings_.size(), 0);
   declare_profiles();
   if (!load_state(err)) return false;
   if (cfg.control_socket == "none") return true;
@@ -108,6 +115,7 @@ bool ControlServer::open(std::string* err) {
     *err = "control_socket: " + why;
     return false;
   }
+  spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   std::printf("softmrcd: control socket %s (%s)\n", path_.c_str(), access_.describe().c_str());
   std::fflush(stdout);
   return true;
@@ -121,30 +129,64 @@ void ControlServer::close() {
     ::unlink(path_.c_str());
   }
   listen_fd_ = -1;
+  if (spare_fd_ >= 0) ::close(spare_fd_);
+  spare_fd_ = -1;
 }
 
 void ControlServer::add_fds(std::vector<pollfd>* fds) {
   if (listen_fd_ >= 0) fds->push_back(pollfd{listen_fd_, POLLIN, 0});
-  for (const Client& c : clients_)
-    fds->push_back(pollfd{c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+  // A client is read only while it reads its replies and its requests are
+  // served: the rest waits in its socket, not in the daemon. POLLHUP still
+  // tells when it is gone.
+  for (const Client& c : clients_) {
+    const bool read = !c.eof && c.out.size() < kMaxOutput && c.in.size() < kMaxInput;
+    fds->push_back(
+        pollfd{c.fd, static_cast<short>((read ? POLLIN : 0) | (c.out.empty() ? 0 : POLLOUT)), 0});
+  }
 }
 
 void ControlServer::step(const pollfd* ready, size_t count, uint64_t now) {
+  request_snaps_.clear();
   // Clients accepted below were not in this round: only the first
   // `count - 1` entries after the listener are.
   size_t at = 0;
   const size_t polled = clients_.size();
   if (listen_fd_ >= 0 && count > 0) {
-    if (ready[0].revents & POLLIN) accept_clients();
+    if (ready[0].revents & POLLIN) accept_clients(now);
     at = 1;
   }
   for (size_t i = 0; i < polled && at + i < count; ++i) {
     Client& c = clients_[i];
-    if (ready[at + i].revents & (POLLIN | POLLHUP | POLLERR)) read_client(c, now);
+    const short revents = ready[at + i].revents;
+    if (revents & POLLIN) {
+      read_client(c);
+    } else if (revents & (POLLHUP | POLLERR)) {
+      // Unread data comes with POLLIN; what is left is a client gone for
+      // good, or one that only stopped sending (read to see which).
+      if (c.eof || (revents & POLLERR)) {
+        ::close(c.fd);
+        c.fd = -1;
+      } else {
+        read_client(c);
+      }
+    }
   }
+  for (Client& c : clients_) serve_requests(c, now);
   drain_events(now);
   finish_probes(now, false);
-  for (Client& c : clients_) write_client(c);
+  const uint64_t idle_ms = d_.config().control_idle_ms;
+  for (Client& c : clients_) {
+    if (c.fd < 0) continue;
+    // A client that sent all it will is closed once answered.
+    if (c.eof && c.in.empty() && !c.follow && !c.probe) c.closing = true;
+    const bool idle = !c.follow && !c.probe && c.out.empty() && c.in.empty() && !c.closing;
+    if (idle && idle_ms != 0 && now - c.active_ns >= idle_ms * 1'000'000) {
+      ++idle_closed_;
+      fail(c, Err::kBusy, "closed after " + std::to_string(idle_ms) + " ms without a request");
+      c.closing = true;
+    }
+    write_client(c);
+  }
   std::erase_if(clients_, [](const Client& c) {
     if (c.fd >= 0 && !(c.closing && c.out.empty())) return false;
     if (c.fd >= 0) ::close(c.fd);
@@ -152,12 +194,40 @@ void ControlServer::step(const pollfd* ready, size_t count, uint64_t now) {
   });
 }
 
-void ControlServer::accept_clients() {
-  for (;;) {
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
+// At the process's descriptor limit the listener stays readable and no
+// accept succeeds: a spare descriptor is given up to take the connection,
+// tell it why, and close it, so the control thread does not spin on it.
+void ControlServer::accept_without_fds() {
+  ++refused_no_fd_;
+  if (refused_no_fd_ == 1 || (refused_no_fd_ & (refused_no_fd_ - 1)) == 0) {
+    std::printf("softmrcd: control: out of file descriptors; refused %" PRIu64
+                " connection(s) so far\n",
+                refused_no_fd_);
+    std::fflush(stdout);
+  }
+  if (spare_fd_ >= 0) ::close(spare_fd_);
+  spare_fd_ = -1;
+  const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd >= 0) {
     Client c;
     c.fd = fd;
+    fail(c, Err::kBusy, "softmrcd is out of file descriptors");
+    write_client(c);
+    ::close(fd);
+  }
+  spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+void ControlServer::accept_clients(uint64_t now) {
+  for (;;) {
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) accept_without_fds();
+      return;
+    }
+    Client c;
+    c.fd = fd;
+    c.active_ns = now;
     std::string why;
     uint32_t pid = 0;
     if (!access_.allows(fd, &c.uid, &pid, &why)) {
@@ -180,34 +250,53 @@ void ControlServer::accept_clients() {
   }
 }
 
-void ControlServer::read_client(Client& c, uint64_t now) {
+void ControlServer::read_client(Client& c) {
   char buf[4096];
-  for (;;) {
+  while (c.in.size() < kMaxInput) {
     const ssize_t n = ::read(c.fd, buf, sizeof(buf));
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    if (n > 0) {
+      c.in.append(buf, static_cast<size_t>(n));
+    } else if (n == 0) {
+      c.eof = true;  // its requests are still answered (echo 'stats' | socat ...)
+      return;
+    } else if (errno != EINTR) {
+      if (errno == EAGAIN) return;
       ::close(c.fd);
       c.fd = -1;  // gone; a pending probe goes with it
       return;
     }
-    if (n < 0) break;
-    c.in.append(buf, static_cast<size_t>(n));
-    if (c.in.find('\n') == std::string::npos && c.in.size() > kMaxRequest) {
+  }
+}
+
+// Serves the complete lines a client sent (and, once it sent all it will,
+// a last one without '\n'), a bounded number per step, and none while it
+// does not read the replies it has.
+void ControlServer::serve_requests(Client& c, uint64_t now) {
+  for (uint32_t n = 0; c.fd >= 0 && !c.closing && !c.in.empty(); ++n) {
+    size_t end = c.in.find('\n');
+    if (end == std::string::npos && !c.eof && c.in.size() <= kMaxRequest) return;
+    if (end == std::string::npos) end = c.in.size();
+    if (end > kMaxRequest) {
       fail(c, Err::kInval, "request longer than " + std::to_string(kMaxRequest) + " bytes");
       c.closing = true;
       c.in.clear();
       return;
     }
-  }
-  size_t nl;
-  while (!c.closing && (nl = c.in.find('\n')) != std::string::npos) {
-    std::string line = c.in.substr(0, nl);
-    c.in.erase(0, nl + 1);
+    if (n == kMaxRequestsPerStep) return;
+    if (c.out.size() >= kMaxOutput) {
+      ++output_stalls_;
+      return;
+    }
+    std::string line = c.in.substr(0, end);
+    c.in.erase(0, std::min(end + 1, c.in.size()));
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (c.follow || c.probe) {
       fail(c, Err::kBusy, "one request at a time: this connection is busy");
       continue;
     }
+    c.active_ns = now;
     handle(c, line, now);
+    request_snaps_.clear();
   }
 }
 
@@ -440,12 +529,14 @@ void ControlServer::probe_start(Client& c, const Words& w, uint64_t now) {
     t.value = ev_hex(all[ev].value, mode);
     p->targets.push_back(t);
   }
+  std::vector<wire::WireEv>& slots = probe_evs_[e->index()];
+  uint32_t& next = next_probe_[e->index()];
   e->call([&](EndpointTask& task, uint64_t at) {
     for (uint32_t round = 0; round < count; ++round)
       for (size_t i = 0; i < p->targets.size(); ++i) {
         Probe::Target& t = p->targets[i];
-        const uint16_t req = static_cast<uint16_t>(kControlProbeFlag | (next_probe_ & 0x7fff));
-        wire::WireEv& slot = probe_evs_[next_probe_++ % kProbeSlots];
+        const uint16_t req = static_cast<uint16_t>(kControlProbeFlag | (next & 0x7fff));
+        wire::WireEv& slot = slots[next++ % kProbeSlots];
         slot = all[t.ev].value;
         const engine::Status st = task.engine().send_probe(peer, t.plane, &slot, req, at);
         if (!st.ok()) {
@@ -513,6 +604,12 @@ const ControlServer::Attached* ControlServer::attached(uint32_t endpoint, uint32
 void ControlServer::drain_events(uint64_t now) {
   ControlEvent ev[64];
   for (uint32_t i = 0; i < rings_.size(); ++i) {
+    // Events the lcore could not queue: counted now, and told with the
+    // next event that reaches subscribers.
+    const uint64_t lost = d_.endpoints()[i]->control_events_lost() - lost_seen_[i];
+    lost_seen_[i] += lost;
+    events_lost_ += lost;
+    unreported_lost_[i] += lost;
     unsigned n;
     while ((n = rte_ring_sc_dequeue_burst_elem(rings_[i], ev, sizeof(ControlEvent), 64, nullptr)) >
            0)
@@ -533,10 +630,7 @@ void ControlServer::on_ev_event(uint32_t endpoint, const ControlEvent& e) {
   const control::EvProfile* p = profiles_.ev(profile);
   if (p != nullptr && !(p->event_mask & e.new_state)) return;
   EndpointTask& task = *d_.endpoints()[endpoint];
-  // Events the lcore could not queue since the previous one.
-  const uint64_t lost = task.control_events_lost() - lost_seen_[endpoint];
-  lost_seen_[endpoint] += lost;
-  events_lost_ += lost;
+  const uint64_t lost = std::exchange(unreported_lost_[endpoint], 0);
   ++events_;
   Json o = Json::object();
   o.set("t_ns", e.at_ns);
@@ -589,8 +683,9 @@ void ControlServer::events_cmd(Client& c, const Words& w) {
 
 bool ControlServer::report(const std::string& what, const Words& args, Json* out,
                            std::string* err) {
+  if (request_snaps_.empty()) request_snaps_ = d_.snapshots();
   Report r;
-  if (!make_report(d_, what, args, &r, err)) return false;
+  if (!make_report(d_, request_snaps_, what, args, &r, err)) return false;
   *out = rows_json(r);
   return true;
 }
@@ -645,11 +740,14 @@ void ControlServer::stats_cmd(Client& c, const Words& w) {
   o.set("qps", std::move(qps));
   if (!report("drops", only, &t, &err)) return fail(c, Err::kNoent, err);
   o.set("drops", std::move(t));
-  if (!report("stats", Words{}, &t, &err)) return fail(c, Err::kNoent, err);
+  if (!report("stats", only, &t, &err)) return fail(c, Err::kNoent, err);
   o.set("totals", std::move(t));
   Json ctl = Json::object();
   ctl.set("connections", accepted_);
   ctl.set("refused", refused_);
+  ctl.set("refused_no_fd", refused_no_fd_);
+  ctl.set("idle_closed", idle_closed_);
+  ctl.set("output_stalls", output_stalls_);
   ctl.set("requests", requests_);
   ctl.set("failed", failed_);
   ctl.set("events", events_);

@@ -36,6 +36,7 @@
 #include "softmrcd/control_events.h"
 #include "softmrcd/control_service.h"
 #include "softmrcd/profile_resolver.h"
+#include "softmrcd/stats.h"
 #include "softmrcd/unix_socket.h"
 
 namespace softmrc::softmrcd {
@@ -44,12 +45,14 @@ class Daemon;
 
 class ControlServer : public ControlService, public ProfileResolver {
  public:
-  static constexpr size_t kMaxRequest = 4096;       // bytes per request line
-  static constexpr size_t kMaxClients = 64;         // beyond: refused (EBUSY)
-  static constexpr size_t kMaxOutput = 256 * 1024;  // queued reply bytes per client
-  static constexpr size_t kEventHistory = 256;      // kept for 'events'
-  static constexpr uint32_t kEventRing = 4096;      // per endpoint
-  static constexpr uint32_t kProbeSlots = 4096;     // EVs of probes in flight
+  static constexpr size_t kMaxRequest = 4096;            // bytes per request line
+  static constexpr size_t kMaxClients = 64;              // beyond: refused (EBUSY)
+  static constexpr size_t kMaxOutput = 256 * 1024;       // queued reply bytes per client
+  static constexpr size_t kMaxInput = 16 * kMaxRequest;  // read ahead per client
+  static constexpr uint32_t kMaxRequestsPerStep = 64;    // per client, so none starves others
+  static constexpr size_t kEventHistory = 256;           // kept for 'events'
+  static constexpr uint32_t kEventRing = 4096;           // per endpoint
+  static constexpr uint32_t kProbeSlots = 4096;          // per endpoint: EVs of probes in flight
   static constexpr uint32_t kMaxProbesPerRequest = 256;
 
   explicit ControlServer(Daemon& d);
@@ -84,13 +87,17 @@ class ControlServer : public ControlService, public ProfileResolver {
     std::string out;
     bool follow = false;           // an 'events follow' stream
     uint64_t dropped = 0;          // events this subscriber missed since its last one
+    bool eof = false;              // the client sent all it will (it may still read)
     bool closing = false;          // close once `out` is written
+    uint64_t active_ns = 0;        // accepted, or last request
     std::unique_ptr<Probe> probe;  // an 'ev probe' waiting for replies
   };
   using Words = std::vector<std::string>;
 
-  void accept_clients();
-  void read_client(Client& c, uint64_t now);
+  void accept_clients(uint64_t now);
+  void accept_without_fds();
+  void read_client(Client& c);
+  void serve_requests(Client& c, uint64_t now);
   void write_client(Client& c);
   void handle(Client& c, const std::string& line, uint64_t now);
   void reply(Client& c, control::Json result);
@@ -107,6 +114,7 @@ class ControlServer : public ControlService, public ProfileResolver {
   void profile_set(Client& c, char kind, uint64_t id, const Words& w);
   void profile_ev_op(Client& c, const Words& w);
 
+  // The reports of one request all read the snapshots taken at its first.
   bool report(const std::string& what, const Words& args, control::Json* out, std::string* err);
   bool paged_report(const std::string& what, const Words& args, control::Json* out,
                     std::string* err);
@@ -124,22 +132,32 @@ class ControlServer : public ControlService, public ProfileResolver {
 
   Daemon& d_;
   int listen_fd_ = -1;
+  int spare_fd_ = -1;  // given up to accept (and refuse) a client at the fd limit
   std::string path_;
   SocketAccess access_;              // control_group
   const AppServer* apps_ = nullptr;  // for stats; none without app sockets
   control::Registry profiles_;
   std::vector<Client> clients_;
-  std::vector<rte_ring*> rings_;         // per hosted endpoint
-  std::vector<uint64_t> lost_seen_;      // per endpoint: lcore losses already reported
-  std::deque<control::Json> history_;    // the latest events
-  std::vector<wire::WireEv> probe_evs_;  // kProbeSlots, the EVs probes name
-  uint32_t next_probe_ = 0;
+  std::vector<rte_ring*> rings_;                 // per hosted endpoint
+  std::vector<uint64_t> lost_seen_;              // per endpoint: lcore losses already reported
+  std::deque<control::Json> history_;            // the latest events
+  std::vector<EndpointSnapshot> request_snaps_;  // of the request being handled, if read
+  // Per endpoint, kProbeSlots: the EVs its queued probes point to. An
+  // endpoint's own slots, so a slot is rewritten only on its lcore, and
+  // only once the engine's control queue (no longer than kProbeSlots) has
+  // sent the probe that used it.
+  std::vector<std::vector<wire::WireEv>> probe_evs_;
+  std::vector<uint32_t> next_probe_;
+  std::vector<uint64_t> unreported_lost_;  // per endpoint: for the next event's drop_count
   std::map<std::pair<uint32_t, uint32_t>, bool> admin_down_;    // (endpoint, plane)
   std::map<std::pair<uint32_t, uint32_t>, Attached> attached_;  // (endpoint, qpn)
 
   // Counters (stats 'control').
   uint64_t accepted_ = 0;
   uint64_t refused_ = 0;
+  uint64_t refused_no_fd_ = 0;  // accepted only to be refused: the fd table was full
+  uint64_t idle_closed_ = 0;
+  uint64_t output_stalls_ = 0;  // requests held because a client was not reading its replies
   uint64_t requests_ = 0;
   uint64_t failed_ = 0;
   uint64_t events_ = 0;

@@ -377,7 +377,7 @@ void Daemon::wait_for_input(uint64_t timeout_ms) {
 void Daemon::control_step(uint64_t now) {
   if (stop_signal() != nullptr && phase() == Phase::kRun) request_stop(stop_signal());
   if (linerate_ && phase() == Phase::kRun) measure_linerate(now);
-  const std::vector<EndpointSnapshot> snaps = snapshots();
+  // Every tick: read the few flags in place, not a copy of every QP and EV.
   switch (phase()) {
     case Phase::kRun: {
       // A flow sent from here must have a limit; one that only arrives
@@ -386,7 +386,9 @@ void Daemon::control_step(uint64_t now) {
       for (const FlowSpec& f : cfg_.traffic)
         if (f.from < cfg_.hosted) bounded = bounded && (f.messages || f.duration_ns);
       bool finished = bounded;
-      for (const EndpointSnapshot& s : snaps) finished = finished && s.txgen_finished;
+      for (auto& e : endpoints_)
+        e->snapshot().read(
+            [&](const EndpointSnapshot& s) { finished = finished && s.txgen_finished; });
       if (finished) request_stop("traffic done");
       break;
     }
@@ -395,9 +397,11 @@ void Daemon::control_step(uint64_t now) {
       // shows neither the flows' ends it owes nor, just after the flows
       // started, the messages in flight.
       bool idle = true;
-      for (const EndpointSnapshot& s : snaps)
-        idle = idle && s.stopping && s.txgen.in_flight == 0 && s.txgen.ends_owed == 0 &&
-               s.app_outstanding == 0;
+      for (auto& e : endpoints_)
+        e->snapshot().read([&](const EndpointSnapshot& s) {
+          idle = idle && s.stopping && s.txgen.in_flight == 0 && s.txgen.ends_owed == 0 &&
+                 s.app_outstanding == 0;
+        });
       if (idle || now >= phase_deadline_ns_) {
         phase_deadline_ns_ = now + kFlushTimeoutNs;
         phase_.store(Phase::kFlush, std::memory_order_release);

@@ -87,7 +87,7 @@ void ports_report(Daemon& d, int only, Report* out) {
       port::EthdevPort& port = e->port(p);
       Row r{plane_row(e->name(), p), {}};
       r.num("port_id", port.port_id());
-      r.text("name", port.name());
+      r.text("device", port.name());
       r.text("driver", port.driver());
       rte_eth_link link{};
       rte_eth_link_get_nowait(port.port_id(), &link);
@@ -322,8 +322,12 @@ void stats_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, int onl
 
 bool make_report(Daemon& d, const std::string& what, const std::vector<std::string>& args,
                  Report* out, std::string* err) {
+  return make_report(d, d.snapshots(), what, args, out, err);
+}
+
+bool make_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, const std::string& what,
+                 const std::vector<std::string>& args, Report* out, std::string* err) {
   out->clear();
-  const std::vector<EndpointSnapshot> snaps = d.snapshots();
   int only = -1;
   if (what == "endpoints") {
     endpoints_report(d, snaps, out);

@@ -31,6 +31,7 @@ struct rte_tel_data;
 namespace softmrc::softmrcd {
 
 class Daemon;
+struct EndpointSnapshot;
 
 struct Field {
   std::string key;
@@ -62,12 +63,19 @@ bool parse_u32(const std::string& s, uint32_t* out);
 std::string number_text(double v);
 // A port's ethdev counters, as every report of ports shows them.
 void add_port_counters(const rte_eth_stats& st, Row* r);
-int put_report(const Report& report, const std::string& err, rte_tel_data* d);
+// DPDK 22.11 cuts a telemetry reply at 16 KiB (MAX_OUTPUT_LEN), silently:
+// the rows from `first` that fit well inside go out, then, if any are
+// left, a row "more" with the next first (as the qps and evs reports page
+// themselves, 32 rows that always fit).
+int put_report(const Report& report, const std::string& err, rte_tel_data* d, uint32_t first);
 
 // `args` are the parameters after the report's name. False, with *err, for
-// a bad name or parameters.
+// a bad name or parameters. The first form reads the endpoints' snapshots
+// itself; a caller making several reports of one moment passes them.
 bool make_report(Daemon& d, const std::string& what, const std::vector<std::string>& args,
                  Report* out, std::string* err);
+bool make_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, const std::string& what,
+                 const std::vector<std::string>& args, Report* out, std::string* err);
 
 // args: <link>,<plane>,<what>,<value>[,<direction>] (parse_link_change()).
 // Queues the change for the link's lcore; *out is one row saying what was

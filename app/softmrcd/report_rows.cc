@@ -61,18 +61,38 @@ std::string printable(const std::string& s) {
   return out;
 }
 
+// An upper bound on the row's bytes in DPDK's JSON: quotes, colon and
+// comma around every key and value, a number's 20 digits, text escaped.
+size_t json_bound(const Row& row) {
+  size_t n = row.name.size() + 8;
+  for (const Field& f : row.fields) n += f.key.size() + 6 + (f.is_text ? 2 * f.text.size() : 20);
+  return n;
+}
+
 }  // namespace
 
-int put_report(const Report& report, const std::string& err, rte_tel_data* d) {
+int put_report(const Report& report, const std::string& err, rte_tel_data* d, uint32_t first) {
+  // What the command's name and the outer braces leave of 16 KiB, and the
+  // dict's RTE_TEL_MAX_DICT_ENTRIES less the "more" row: every add fits.
+  constexpr size_t kBudget = 15 * 1024;
+  constexpr size_t kMaxRows = RTE_TEL_MAX_DICT_ENTRIES - 1;
   rte_tel_data_start_dict(d);
   if (!err.empty()) {
     rte_tel_data_add_dict_string(d, "error", printable(err).c_str());
     return 0;
   }
-  for (const Row& row : report) {
+  size_t used = 0;
+  for (size_t i = first; i < report.size(); ++i) {
+    const Row& row = report[i];
+    used += json_bound(row);
     rte_tel_data* fields = rte_tel_data_alloc();
     if (fields == nullptr) return -1;
     rte_tel_data_start_dict(fields);
+    if (i > first && (used > kBudget || i - first == kMaxRows)) {
+      rte_tel_data_add_dict_u64(fields, "next_first", i);
+      rte_tel_data_add_dict_container(d, "more", fields, 0);
+      break;
+    }
     for (const Field& f : row.fields) {
       if (f.is_text)
         rte_tel_data_add_dict_string(fields, f.key.c_str(), printable(f.text).c_str());

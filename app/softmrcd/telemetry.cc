@@ -19,27 +19,30 @@ Daemon* g_daemon = nullptr;
 
 struct TelemetryCommand {
   const char* path;
-  const char* report;  // nullptr: the link change command
+  const char* report;   // nullptr: the link change command
+  bool paged_by_reply;  // [endpoint][,first]: rows from `first` that fit one reply
   const char* help;
 };
 
 constexpr TelemetryCommand kCommands[] = {
-    {"/softmrc/endpoints", "endpoints", "Hosted endpoints: lcore, planes, QPs. No parameters"},
-    {"/softmrc/ports", "ports", "Ethdev counters per endpoint plane. Parameter: [endpoint]"},
-    {"/softmrc/planes", "planes",
-     "Plane state (link, admin, in use) and counters. Parameter: [endpoint]"},
-    {"/softmrc/qps", "qps", "QP summaries, 32 at a time. Parameters: [endpoint[,first]]"},
-    {"/softmrc/qp", "qp", "Every counter of one QP. Parameters: [endpoint,]qpn"},
-    {"/softmrc/evs", "evs",
+    {"/softmrc/endpoints", "endpoints", true,
+     "Hosted endpoints: lcore, planes, QPs. Parameters: [,first]"},
+    {"/softmrc/ports", "ports", true,
+     "Ethdev counters per endpoint plane. Parameters: [endpoint][,first]"},
+    {"/softmrc/planes", "planes", true,
+     "Plane state (link, admin, in use) and counters. Parameters: [endpoint][,first]"},
+    {"/softmrc/qps", "qps", false, "QP summaries, 32 at a time. Parameters: [endpoint[,first]]"},
+    {"/softmrc/qp", "qp", false, "Every counter of one QP. Parameters: [endpoint,]qpn"},
+    {"/softmrc/evs", "evs", false,
      "EV states and counters of a QP, 32 at a time. Parameters: "
      "[endpoint,]qpn[,first]"},
-    {"/softmrc/drops", "drops", "Dropped packets by reason. Parameter: [endpoint]"},
-    {"/softmrc/stats", "stats",
-     "Per-endpoint totals and the traffic generator. Parameter: [endpoint]"},
-    {"/softmrc/links", "links",
-     "The in-process fabric per link and plane: counters, drops, faults. Parameter: "
-     "[endpoint] (the link it is on)"},
-    {"/softmrc/fabric/set", nullptr,
+    {"/softmrc/drops", "drops", true, "Dropped packets by reason. Parameters: [endpoint][,first]"},
+    {"/softmrc/stats", "stats", true,
+     "Per-endpoint totals and the traffic generator. Parameters: [endpoint][,first]"},
+    {"/softmrc/links", "links", true,
+     "The in-process fabric per link and plane. Parameters: [endpoint][,first] (the link it is "
+     "on)"},
+    {"/softmrc/fabric/set", nullptr, false,
      "Changes a plane of an in-process link (docs/daemon.md). Parameters: "
      "link,plane,what,value[,direction]"},
 };
@@ -59,16 +62,22 @@ int on_command(const char* cmd, const char* params, rte_tel_data* d) {
   std::lock_guard<std::mutex> lock(g_mu);
   Report report;
   std::string err;
+  std::vector<std::string> args = split_params(params);
+  uint32_t first = 0;
   if (g_daemon == nullptr) {
     err = "softmrcd is starting or stopping";
   } else if (c == nullptr) {
     err = "unknown command";
   } else if (c->report == nullptr) {
-    change_link(*g_daemon, split_params(params), &report, &err);
+    change_link(*g_daemon, args, &report, &err);
+  } else if (c->paged_by_reply &&
+             (args.size() > 2 || (args.size() == 2 && !parse_u32(args[1], &first)))) {
+    err = "expected [<endpoint>][,<first>]";
   } else {
-    make_report(*g_daemon, c->report, split_params(params), &report, &err);
+    if (c->paged_by_reply && args.size() == 2) args.pop_back();
+    make_report(*g_daemon, c->report, args, &report, &err);
   }
-  return put_report(report, err, d);
+  return put_report(report, err, d, first);
 }
 
 }  // namespace

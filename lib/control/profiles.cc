@@ -2,6 +2,7 @@
 #include "control/profiles.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -342,6 +343,27 @@ Result Registry::check_ev_online(const EvProfile& p) const {
     if (p.evs[i].port == 0)
       return Result::error(Err::kInval, who + ": EV " + std::to_string(i) +
                                             " is unpopulated (replace every EV before ONLINE)");
+  // The format may have changed while this profile was OFFLINE: the array
+  // must still be what the format makes of the fields.
+  if (Result r = check_ev_config(p); !r.ok()) return r;
+  EvProfile fresh = p;
+  if (Result r = fill_array(&fresh); !r.ok()) return r;
+  const wire::EvFormat f = format_of(*fmt(p.fmt_id));
+  wire::EvProfile wp;
+  wp.field_count = static_cast<uint8_t>(p.fields.size());
+  for (size_t i = 0; i < p.fields.size(); ++i) wp.fields[i] = p.fields[i];
+  for (size_t i = 0; i < p.evs.size(); ++i) {
+    wire::WireEv w;
+    const bool stale =
+        *p.mode == EvProfileMode::kGenerated
+            ? !std::equal(std::begin(p.evs[i].value.bytes), std::end(p.evs[i].value.bytes),
+                          fresh.evs[i].value.bytes)
+            : wire::expand_ev(f, wp, p.evs[i].value, &w) != wire::EvExpansionError::kOk;
+    if (stale)
+      return Result::error(Err::kInval, who + ": format profile " + std::to_string(p.fmt_id) +
+                                            " changed since EV " + std::to_string(i) +
+                                            " was made; set the profile's fmt or fields again");
+  }
   return ok();
 }
 
@@ -699,11 +721,15 @@ Json Registry::to_json() const {
 }
 
 bool parse_number(const std::string& s, uint64_t max, uint64_t* out) {
+  // Decimal or 0x hex, as documented: not octal, no sign or spaces.
+  const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  const char* digits = s.c_str() + (hex ? 2 : 0);
+  if (!std::isxdigit(static_cast<unsigned char>(*digits)) || (!hex && !std::isdigit(*digits)))
+    return false;
   char* end = nullptr;
   errno = 0;
-  const unsigned long long v = std::strtoull(s.c_str(), &end, 0);
-  if (s.empty() || s[0] == '-' || s[0] == '+' || *end != '\0' || errno != 0 || v > max)
-    return false;
+  const unsigned long long v = std::strtoull(digits, &end, hex ? 16 : 10);
+  if (*end != '\0' || errno != 0 || v > max) return false;
   *out = v;
   return true;
 }

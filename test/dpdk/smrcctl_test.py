@@ -15,6 +15,15 @@
                the socket's mode is opened up (counted and logged)
   state_file   profiles and plane admin states survive a restart; a bad
                state file stops the daemon with its message
+  socket       the socket under clients that misbehave: one that shuts
+               down its sending side still gets every reply; one that
+               never reads its replies is not read either (the daemon's
+               memory stays bounded, others are served, every reply
+               arrives in order once it reads); a line too long; bytes
+               that are not UTF-8 quoted back as U+FFFD; an idle
+               connection closed after control_idle_ms while a follower
+               stays; at the fd limit a connection is told why; 'stats a'
+               shows only a
   storm        a seeded stream of random, mostly well-formed commands
                (SMRC_CTL_SEED, SMRC_CTL_ROUNDS): each answered with a
                documented exit status, errno and JSON; profiles' existence
@@ -31,6 +40,7 @@ import random
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -617,6 +627,128 @@ class Storm:
             # A profile's EV may have gone with its profile in the meantime.
             if code != 0 and not (words[0] == 'profile' and 'ENOENT' in err):
                 self.fail(words, f'giving back what the storm took: exit {code}: {err}')
+
+
+def connect(ctl, sndbuf=None):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if sndbuf:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+    s.connect(ctl.sock)
+    return s
+
+
+def read_all(s, timeout=15):
+    """Every reply line until the daemon closes, each parsed strictly."""
+    s.settimeout(timeout)
+    data = b''
+    while chunk := s.recv(65536):
+        data += chunk
+    s.close()
+    return [json.loads(line.decode('utf-8')) for line in data.splitlines()]
+
+
+def rss_kib(pid):
+    with open(f'/proc/{pid}/status') as f:
+        return int(re.search(r'VmRSS:\s+(\d+)', f.read()).group(1))
+
+
+def case_socket(args):
+    d, ctl = start(args, 'socket', control_idle_ms=1500)
+    try:
+        # Sent all it will: every request is still answered, the last one
+        # without a newline, and only then is the connection closed.
+        for _ in range(20):
+            s = connect(ctl)
+            s.sendall(b'dev show\nstats a\nport show')
+            s.shutdown(socket.SHUT_WR)
+            r = read_all(s)
+            check(len(r) == 3 and all(x['ok'] for x in r), f'half-closed client got {r}')
+        stats = r[1]['result']
+        check([t['name'] for t in stats['totals']] == ['a'] and
+              [p['name'] for p in stats['ports']] == ['a/0', 'a/1'] and
+              stats['ports'][0]['device'].startswith('net_ring'), f'stats a: {stats}')
+
+        s = connect(ctl)
+        s.sendall(b'dev show ' + b'x' * 5000 + b'\nstats\n')
+        r = read_all(s)
+        check(len(r) == 1 and r[0]['errno'] == 'EINVAL' and 'longer than 4096' in r[0]['error'],
+              f'a 5 KB line: {r}')
+
+        s = connect(ctl)
+        s.sendall(b'ev show \xff\xc3 1\n')
+        s.shutdown(socket.SHUT_WR)
+        r = read_all(s)  # strict UTF-8
+        check(len(r) == 1 and r[0]['errno'] == 'ENOENT' and '\ufffd\ufffd' in r[0]['error'],
+              f'not UTF-8: {r}')
+
+        # A client that sends without reading: held once its replies pile up.
+        before = rss_kib(d.proc.pid)
+        s = connect(ctl, sndbuf=16384)
+        s.setblocking(False)
+        sent = 0
+        end = time.monotonic() + 2
+        while time.monotonic() < end:
+            try:
+                sent += s.send(b'stats\n' * 64) // len(b'stats\n')
+            except BlockingIOError:
+                time.sleep(0.01)
+        grown = rss_kib(d.proc.pid) - before
+        served = ctl.ok('dev', 'show')  # meanwhile others are served
+        check(served['endpoints'] == ['a', 'b'], f'dev show: {served}')
+        check(grown < 64 * 1024, f'softmrcd grew by {grown} KiB for a client not reading')
+        check(ctl.ok('stats')['control']['output_stalls'] > 0, 'output_stalls not counted')
+        s.setblocking(True)
+        s.shutdown(socket.SHUT_WR)
+        r = read_all(s, timeout=60)
+        check(len(r) == sent and all(x['ok'] and 'totals' in x['result'] for x in r),
+              f'{len(r)} replies to {sent} requests')
+
+        # Idle for control_idle_ms: closed, with a line saying so; a
+        # follower is never idle.
+        follower = connect(ctl)
+        follower.sendall(b'events follow\n')
+        follower.settimeout(5)
+        check(json.loads(follower.recv(4096).splitlines()[0])['result'] == {'following': True},
+              'events follow')
+        r = read_all(connect(ctl), timeout=10)
+        check(len(r) == 1 and r[0]['errno'] == 'EBUSY' and
+              'closed after 1500 ms without a request' in r[0]['error'], f'idle: {r}')
+        follower.setblocking(False)
+        try:
+            check(follower.recv(65536) != b'', 'the follower was closed')
+        except BlockingIOError:
+            pass  # open, nothing to read
+        follower.close()
+        check(ctl.ok('stats')['control']['idle_closed'] >= 1, 'idle_closed not counted')
+
+        # At the fd limit: told why, not left waiting in the backlog.
+        fds = len(os.listdir(f'/proc/{d.proc.pid}/fd'))
+        limit = fds + 4
+        soft = os.sysconf('SC_OPEN_MAX')  # this process's, which softmrcd inherited
+        subprocess.run(['prlimit', f'--pid={d.proc.pid}', f'--nofile={limit}:'], check=True)
+        held, refused = [], None
+        for _ in range(12):
+            c = connect(ctl)
+            try:
+                c.sendall(b'dev show\n')
+            except BrokenPipeError:
+                pass  # refused before the request arrived: the reply is there
+            c.settimeout(10)
+            line = json.loads(c.recv(4096).splitlines()[0])
+            if not line['ok']:
+                refused = line
+                break
+            held.append(c)
+        check(refused is not None and refused['errno'] == 'EBUSY' and
+              'out of file descriptors' in refused['error'], f'at {limit} fds: {refused}')
+        for c in held:
+            c.close()
+        subprocess.run(['prlimit', f'--pid={d.proc.pid}', f'--nofile={soft}:'], check=True)
+        check(ctl.ok('stats')['control']['refused_no_fd'] >= 1, 'refused_no_fd not counted')
+        d.read_until(r'control: out of file descriptors')
+        stop(d)
+    finally:
+        d.kill()
 
 
 def case_storm(args):

@@ -794,6 +794,46 @@ def case_telemetry(args):
         d.kill()
 
 
+def case_telemetry_pages(args):
+    """Reports longer than DPDK's 16 KiB telemetry reply come in pages."""
+    cfg = two_endpoints(planes=16)
+    del cfg['traffic']  # runs until SIGTERM
+    cfg['rings'] = {'rx_desc': 32, 'tx_desc': 32, 'link': 64}
+    cfg['links'][0]['delay_line_packets'] = 64
+    d = Daemon(args, 'telemetry_pages', cfg).start(['--log-interval-ms', '0'])
+    try:
+        t = Telemetry(telemetry_socket(d.prefix))
+        planes = [f'{e}/{p}' for e in 'ab' for p in range(16)]
+        for cmd, want in (('/softmrc/links', [f'link0/{p}' for p in range(16)]),
+                          ('/softmrc/planes', planes), ('/softmrc/ports', planes),
+                          ('/softmrc/planes,b', planes[16:])):
+            rows, pages, first = [], 0, 0
+            while True:
+                sep = ',' if ',' in cmd else ',,'
+                page = t.query(f'{cmd}{sep}{first}')
+                pages += 1
+                check('error' not in page and pages < 40, f'{cmd}, first {first}: {page}')
+                more = page.pop('more', None)
+                rows += list(page)
+                if more is None:
+                    break
+                check(more['next_first'] > first, f'{cmd}: {more} after first {first}')
+                first = more['next_first']
+            check(rows == want, f'{cmd}: rows {rows}, want {want}')
+            # Without pages, DPDK cut the reply short and said nothing.
+            check(pages > 1 or len(want) == 16 and cmd.endswith(',b'), f'{cmd}: {pages} page(s)')
+        bad = t.query('/softmrc/planes,a,x')
+        check(bad == {'error': 'expected [<endpoint>][,<first>]'}, f'bad first: {bad}')
+        bad = t.query('/softmrc/planes,a,1,2')
+        check(bad == {'error': 'expected [<endpoint>][,<first>]'}, f'three parameters: {bad}')
+        past = t.query('/softmrc/planes,a,99')
+        check(past == {}, f'first past the end: {past}')
+        d.proc.send_signal(signal.SIGTERM)
+        check(d.wait() == 0, 'exit status after SIGTERM', d.output())
+    finally:
+        d.kill()
+
+
 def case_sigterm(args, drain_ms=2000, sig=signal.SIGTERM, name=None, snapshot_ms=None):
     cfg = two_endpoints(shutdown={'drain_ms': drain_ms})
     cfg['traffic'][0]['duration_ms'] = 0

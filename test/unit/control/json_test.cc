@@ -41,6 +41,35 @@ TEST(Json, RefusesBadText) {
   EXPECT_EQ(err, "at byte 3: not a JSON value");
 }
 
+// Replies quote a client's words: whatever bytes they hold, the document
+// written is UTF-8 (RFC 8259), well-formed sequences kept as they are.
+TEST(Json, WritesOnlyUtf8) {
+  const std::string kept = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xef\xbf\xbf\xf4\x8f\xbf\xbf";
+  EXPECT_EQ(Json(kept).dump(), "\"" + kept + "\"");
+  struct Case {
+    const char* in;
+    const char* out;
+  };
+  for (const Case& c : {
+           Case{"\xff", "\\ufffd"},                                   // never in UTF-8
+           Case{"x\x80y", "x\\ufffdy"},                               // a lone continuation byte
+           Case{"\xc3", "\\ufffd"},                                   // cut short at the end
+           Case{"\xe2\x82", "\\ufffd\\ufffd"},                        // cut short
+           Case{"\xc0\x80", "\\ufffd\\ufffd"},                        // overlong NUL
+           Case{"\xe0\x80\xaf", "\\ufffd\\ufffd\\ufffd"},             // overlong '/'
+           Case{"\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd"},             // a surrogate
+           Case{"\xf4\x90\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd"},  // above U+10FFFF
+       }) {
+    EXPECT_EQ(Json(std::string(c.in)).dump(), "\"" + std::string(c.out) + "\"") << c.out;
+  }
+  // A lone surrogate escape reads as bytes that are not UTF-8: written back
+  // as U+FFFD, not as they came.
+  Json j;
+  std::string err;
+  ASSERT_TRUE(parse_json(R"(["\ud800"])", &j, &err)) << err;
+  EXPECT_EQ(j.dump(), R"(["\ufffd\ufffd\ufffd"])");
+}
+
 TEST(Json, BoundsTheNesting) {
   Json j;
   std::string err;

@@ -125,6 +125,39 @@ TEST_F(ProfilesTest, FormatBusyWhileAnOnlineEvProfileUsesIt) {
   EXPECT_TRUE(r.destroy_fmt(1).ok());
 }
 
+// A format may change while an EV profile using it is OFFLINE; going
+// ONLINE, the profile is checked against the format as it is now (else a
+// state file could hold what no registry accepts at load).
+TEST_F(ProfilesTest, EvProfileOnlineRechecksAFormatChangedMeanwhile) {
+  const uint64_t ev = explicit_offline(2);
+  for (uint32_t i = 0; i < 2; ++i)
+    ASSERT_TRUE(r.replace_ev(ev, i, value16(static_cast<uint16_t>(0xc000 + i)), 1).ok());
+  ASSERT_TRUE(r.modify_fmt(1, {{}, {}, ProfileState::kOffline}).ok());
+  ASSERT_TRUE(r.modify_fmt(1, {{}, std::vector<uint32_t>{8}, ProfileState::kOnline}).ok());
+  const Result res = r.modify_ev(ev, EvProfileChange{.state = ProfileState::kOnline});
+  EXPECT_FALSE(res.ok());
+  EXPECT_NE(res.message.find("EV profile"), std::string::npos) << res.message;
+  EXPECT_EQ(r.ev(ev)->state, ProfileState::kOffline);
+  // Back to 16 bits, the array is what the format makes again.
+  ASSERT_TRUE(r.modify_fmt(1, {{}, {}, ProfileState::kOffline}).ok());
+  ASSERT_TRUE(r.modify_fmt(1, {{}, std::vector<uint32_t>{16}, ProfileState::kOnline}).ok());
+  EXPECT_TRUE(r.modify_ev(ev, EvProfileChange{.state = ProfileState::kOnline}).ok());
+}
+
+TEST(ProfileNumbers, DecimalOrHexOnly) {
+  uint64_t v = 0;
+  EXPECT_TRUE(parse_number("010", UINT64_MAX, &v));
+  EXPECT_EQ(v, 10u);  // not octal
+  EXPECT_TRUE(parse_number("0x1F", UINT64_MAX, &v));
+  EXPECT_EQ(v, 31u);
+  EXPECT_TRUE(parse_number("18446744073709551615", UINT64_MAX, &v));
+  EXPECT_EQ(v, UINT64_MAX);
+  for (const char* bad :
+       {"", "09x", "0x", "0xg", "-1", "+1", " 1", "1 ", "18446744073709551616", "1e3"})
+    EXPECT_FALSE(parse_number(bad, UINT64_MAX, &v)) << bad;
+  EXPECT_FALSE(parse_number("256", 255, &v));
+}
+
 TEST_F(ProfilesTest, ExplicitProfileNeedsEveryEvBeforeOnline) {
   const uint64_t id = explicit_offline(3);
   ASSERT_EQ(r.ev(id)->evs.size(), 3u);
