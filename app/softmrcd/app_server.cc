@@ -184,6 +184,7 @@ bool AppServer::may_map() const {
 
 AppServer::Counters AppServer::counters() const {
   Counters c = counted_;
+  for (const Listener& l : listeners_) c.events_lost += l.stage->events_lost();
   c.connected = clients_.size();
   c.serving = clients_.size() - greeting();
   return c;

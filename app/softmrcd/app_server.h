@@ -77,6 +77,7 @@ class AppServer : public ControlService {
     uint64_t hello_timeouts = 0;  // closed without a hello
     uint64_t gone = 0;            // served applications that went away
     uint64_t events_dropped = 0;  // async events beyond what a slow application had waiting
+    uint64_t events_lost = 0;     // async events an lcore could not hand to this thread
   };
   Counters counters() const;
 

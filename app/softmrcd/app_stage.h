@@ -12,6 +12,7 @@
 // application would.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -98,6 +99,9 @@ class AppStage {
   uint32_t take_events(AppEvent* out, uint32_t max) { return events_out_.dequeue_burst(out, max); }
 
   uint64_t bad_descriptors() const { return bad_descriptors_; }
+  // Any thread: events the control thread had no room for (it drains the
+  // ring every 10 ms at least).
+  uint64_t events_lost() const { return events_lost_.load(std::memory_order_relaxed); }
 
  private:
   // How many descriptors they took from the QP's rings.
@@ -111,7 +115,11 @@ class AppStage {
   // An error completion on the receive CQ (recv) or the send CQ.
   void error_cqe(AppQp& q, uint32_t qpn, const shm::WorkRequest& w, shm::WcStatus st,
                  uint32_t vendor_err, bool recv);
-  void raise(const AppEvent& e) { (void)events_in_.enqueue_burst(&e, 1); }
+  void raise(const AppEvent& e) {
+    if (events_in_.enqueue_burst(&e, 1) == 0)
+      events_lost_.store(events_lost_.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
+  }
 
   std::vector<AppQp*> qps_;  // by QPN - 1
   std::vector<uint32_t> live_qps_;
@@ -129,6 +137,7 @@ class AppStage {
   shm::RingConsumer<AppEvent> events_out_;
   size_t next_qp_ = 0;  // round-robin start, for fairness
   uint64_t bad_descriptors_ = 0;
+  std::atomic<uint64_t> events_lost_{0};  // written by the lcore only
 };
 
 }  // namespace softmrc::softmrcd

@@ -766,6 +766,7 @@ void ControlServer::stats_cmd(Client& c, const Words& w) {
     a.set("hello_timeouts", n.hello_timeouts);
     a.set("gone", n.gone);
     a.set("events_dropped", n.events_dropped);
+    a.set("events_lost", n.events_lost);
     o.set("applications", std::move(a));
   }
   reply(c, std::move(o));

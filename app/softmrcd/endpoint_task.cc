@@ -22,18 +22,17 @@ std::string plane_key(const EndpointSpec& e, uint32_t plane) {
   return e.key + ".planes[" + std::to_string(plane) + "]";
 }
 
-// What a port that checks IPv4 header checksums found, from a frame's
-// ol_flags. UNKNOWN and NONE (not checked, or not right in the data) leave
-// the check to parse().
-wire::PortVerdict ipv4_checksum_verdict(uint64_t ol_flags) {
-  switch (ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) {
-    case RTE_MBUF_F_RX_IP_CKSUM_GOOD:
-      return wire::PortVerdict::kGood;
-    case RTE_MBUF_F_RX_IP_CKSUM_BAD:
-      return wire::PortVerdict::kBad;
-    default:
-      return wire::PortVerdict::kUnchecked;
-  }
+// DPDK's memory is IOVA-contiguous within a page but not always across
+// pages: the region's IOVA if all of it is contiguous, else RTE_BAD_IOVA.
+rte_iova_t contiguous_iova(const uint8_t* base, size_t len) {
+  if (rte_eal_iova_mode() == RTE_IOVA_VA) return reinterpret_cast<rte_iova_t>(base);
+  const rte_memseg* ms = rte_mem_virt2memseg(base, nullptr);
+  const rte_iova_t first = rte_mem_virt2iova(base);
+  if (ms == nullptr || ms->hugepage_sz == 0 || first == RTE_BAD_IOVA) return RTE_BAD_IOVA;
+  const size_t page = ms->hugepage_sz;
+  for (size_t off = page - reinterpret_cast<uintptr_t>(base) % page; off < len; off += page)
+    if (rte_mem_virt2iova(base + off) != first + off) return RTE_BAD_IOVA;
+  return first;
 }
 
 }  // namespace
@@ -72,8 +71,10 @@ bool EndpointTask::setup(const Config& cfg, uint32_t index, const std::vector<ui
   if (link_ports.empty() &&
       (rx_pool_ = make_pool("_rx", rx_pool_size(cfg, index), data_room)) == nullptr)
     return false;
+  // Each attached mbuf holds a reference on its region's 16-bit count,
+  // besides the daemon's own: no more of them than the count can hold.
   if (cfg.tx_payload == TxPayload::kExtbuf &&
-      (attach_pool_ = make_pool("_x", cfg.mbufs, 0)) == nullptr)
+      (attach_pool_ = make_pool("_x", std::min<uint32_t>(cfg.mbufs, UINT16_MAX - 1), 0)) == nullptr)
     return false;
   const std::string ring_name = "smrcd_cmd" + std::to_string(index);
   commands_ =
@@ -179,7 +180,7 @@ bool EndpointTask::alloc_region(size_t bytes, uint64_t va, uint8_t** buf, uint32
     *err = "register_region on '" + name_ + "': " + st.reason() + " (raise limits.max_regions)";
     return false;
   }
-  return framer_.add_extbuf_region(*buf, bytes, RTE_BAD_IOVA, err);
+  return framer_.add_extbuf_region(*buf, bytes, contiguous_iova(*buf, bytes), err);
 }
 
 bool EndpointTask::add_receiver(const Txgen::ReceiverSetup& r, std::string* err) {
@@ -503,26 +504,38 @@ void EndpointTask::to_control(const engine::Event& e) {
 
 bool EndpointTask::tx_room() const {
   for (const Plane& p : planes_)
-    if (p.state.engine_up && p.num_pending > kPendingMax - kBurst) return false;
+    if (p.state.engine_up && !p.stalled && p.num_pending > kPendingMax - kBurst) return false;
   return true;
 }
 
-uint16_t EndpointTask::flush_tx(Plane& p) {
-  if (p.num_pending == 0) return 0;
-  const uint16_t sent = tx_burst(p, p.pending, p.num_pending);
-  for (uint16_t i = 0; i < sent; ++i) p.counters.tx_bytes += p.pending[i]->pkt_len;
-  p.counters.tx_packets += sent;
-  p.num_pending -= sent;
-  if (p.num_pending == 0) return sent;
-  if (!p.state.engine_up) {
-    // A port out of use (a tap whose link is down refuses every frame)
-    // must not hold up the others: the engine resends what was on it.
-    rte_pktmbuf_free_bulk(p.pending + sent, p.num_pending);
-    drops_.other[size_t(Drop::kTxPlaneDown)] += p.num_pending;
-    p.num_pending = 0;
-    return sent;
+uint16_t EndpointTask::flush_tx(Plane& p, uint64_t now) {
+  uint16_t sent = 0;
+  if (p.num_pending != 0) {
+    sent = tx_burst(p, p.pending, p.num_pending);
+    for (uint16_t i = 0; i < sent; ++i) p.counters.tx_bytes += p.pending[i]->pkt_len;
+    p.counters.tx_packets += sent;
+    p.num_pending -= sent;
+    if (p.num_pending != 0 && !p.state.engine_up) {
+      // A port out of use (a tap whose link is down refuses every frame)
+      // must not hold up the others: the engine resends what was on it.
+      rte_pktmbuf_free_bulk(p.pending + sent, p.num_pending);
+      drops_.other[size_t(Drop::kTxPlaneDown)] += p.num_pending;
+      p.num_pending = 0;
+    }
+    std::memmove(p.pending, p.pending + sent, p.num_pending * sizeof(rte_mbuf*));
   }
-  std::memmove(p.pending, p.pending + sent, p.num_pending * sizeof(rte_mbuf*));
+  // Backpressure for a moment; a port in use that stays full is treated as
+  // lossy instead, so the other planes go on and the engine's loss
+  // recovery moves its traffic to them.
+  if (p.num_pending <= kPendingMax - kBurst) {
+    p.full_since_ns = 0;
+    p.stalled = false;
+  } else if (p.full_since_ns == 0) {
+    p.full_since_ns = now | 1;
+  } else if (!p.stalled && now - p.full_since_ns >= kTxStallNs) {
+    p.stalled = true;
+    ++p.counters.tx_stalls;
+  }
   return sent;
 }
 
@@ -531,7 +544,7 @@ uint16_t EndpointTask::flush_tx(Plane& p) {
 // losing them.
 uint32_t EndpointTask::transmit(uint64_t now) {
   uint32_t sent = 0;
-  for (Plane& p : planes_) sent += flush_tx(p);
+  for (Plane& p : planes_) sent += flush_tx(p, now);
   for (int b = 0; b < kMaxTxBurstsPerPass && tx_room(); ++b) {
     const size_t n = ep_.poll_tx(tx_, kBurst, now);
     rte_mbuf* m[kBurst];
@@ -540,10 +553,15 @@ uint32_t EndpointTask::transmit(uint64_t now) {
     for (size_t i = 0; i < n; ++i) {
       if (m[i] == nullptr) continue;
       Plane& p = planes_[tx_[i].plane];
+      if (p.num_pending == kPendingMax) {  // only a stalled port fills up
+        rte_pktmbuf_free(m[i]);
+        ++drops_.other[size_t(Drop::kTxStalled)];
+        continue;
+      }
       p.pending[p.num_pending++] = m[i];
       p.counters.tx_extbuf += extbuf[i];
     }
-    for (Plane& p : planes_) sent += flush_tx(p);
+    for (Plane& p : planes_) sent += flush_tx(p, now);
     if (n < kBurst) break;
   }
   return sent;

@@ -133,6 +133,9 @@ class EndpointTask {
   static constexpr uint16_t kBurst = 32;
   static constexpr uint16_t kPendingMax = 2 * kBurst;
   static constexpr int kMaxTxBurstsPerPass = 4;
+  // A port in use that takes no frame for this long no longer holds the
+  // others back (a hung memif peer, a NIC paused by PFC).
+  static constexpr uint64_t kTxStallNs = 1'000'000;
 
   struct Plane {
     std::unique_ptr<port::EthdevPort> port;
@@ -143,6 +146,8 @@ class EndpointTask {
     PlaneCounters counters;
     rte_mbuf* pending[kPendingMax];  // framed, not yet taken by the port
     uint16_t num_pending = 0;
+    uint64_t full_since_ns = 0;  // pending too full for a burst since then (0: it is not)
+    bool stalled = false;        // full for kTxStallNs: frames it has no room for are dropped
     rte_mbuf* received[kBurst];  // this pass's RX burst, not yet handled
     uint16_t num_received = 0;
   };
@@ -168,7 +173,7 @@ class EndpointTask {
   void to_control(const engine::Event& e);
   // How many frames the ports took.
   uint32_t transmit(uint64_t now);
-  uint16_t flush_tx(Plane& p);
+  uint16_t flush_tx(Plane& p, uint64_t now);
   bool tx_room() const;
   void publish(uint64_t now);
 

@@ -93,7 +93,9 @@ bool Framer::init(const Config& cfg, uint32_t self, const std::vector<wire::MacA
 }
 
 bool Framer::add_extbuf_region(const uint8_t* base, size_t len, rte_iova_t iova, std::string* err) {
-  if (!extbuf_) return true;
+  // A device reads physical addresses in IOVA-PA mode: a region that is
+  // not contiguous in them is copied from instead.
+  if (!extbuf_ || (iova == RTE_BAD_IOVA && rte_eal_iova_mode() != RTE_IOVA_VA)) return true;
   ExtRegion r{base, base + len, iova, std::make_unique<rte_mbuf_ext_shared_info>()};
   r.shinfo->free_cb = keep_region;
   r.shinfo->fcb_opaque = nullptr;
@@ -248,15 +250,18 @@ rte_mbuf* Framer::frame_headers(const wire::HeaderTemplate& f, const wire::WireE
 rte_mbuf* Framer::frame_extbuf(const wire::HeaderTemplate& f, const wire::WireEv& ev,
                                wire::TxMarking mark, const engine::TxPacket& p, const ExtRegion& r,
                                DropCounters* drops) {
+  // Headers and ICRC from the TX pool, the payload's mbuf from the
+  // attach pool; all or none.
   rte_mbuf* seg[3];
-  if (rte_pktmbuf_alloc_bulk(pool_, seg, 1) != 0 ||
-      rte_pktmbuf_alloc_bulk(attach_pool_, seg + 1, 1) != 0) {
+  if (rte_pktmbuf_alloc_bulk(pool_, seg, 2) != 0) {
     ++drops->other[size_t(Drop::kTxNoMbuf)];
     return nullptr;
   }
-  if (rte_pktmbuf_alloc_bulk(pool_, seg + 2, 1) != 0) {
+  seg[2] = seg[1];
+  seg[1] = rte_pktmbuf_alloc(attach_pool_);
+  if (seg[1] == nullptr) {
     rte_pktmbuf_free(seg[0]);
-    rte_pktmbuf_free(seg[1]);
+    rte_pktmbuf_free(seg[2]);
     ++drops->other[size_t(Drop::kTxNoMbuf)];
     return nullptr;
   }
@@ -273,8 +278,7 @@ rte_mbuf* Framer::frame_extbuf(const wire::HeaderTemplate& f, const wire::WireEv
   rte_mbuf* body = seg[1];
   uint8_t* payload = const_cast<uint8_t*>(p.payload);  // DPDK's type; nothing writes through it
   const rte_iova_t iova = rte_eal_iova_mode() == RTE_IOVA_VA ? reinterpret_cast<rte_iova_t>(payload)
-                          : r.iova != RTE_BAD_IOVA           ? r.iova + (p.payload - r.base)
-                                                             : rte_mem_virt2iova(payload);
+                                                             : r.iova + (p.payload - r.base);
   rte_mbuf_ext_refcnt_update(r.shinfo.get(), 1);
   rte_pktmbuf_attach_extbuf(body, payload, iova, static_cast<uint16_t>(p.payload_len),
                             r.shinfo.get());

@@ -38,6 +38,22 @@
 
 namespace softmrc::softmrcd {
 
+// What a port that checks IPv4 header checksums found, from a frame's
+// ol_flags. NONE is a header the port verified whose checksum field is not
+// right in the data (DPDK's definition): good. UNKNOWN leaves the check to
+// parse().
+inline wire::PortVerdict ipv4_checksum_verdict(uint64_t ol_flags) {
+  switch (ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) {
+    case RTE_MBUF_F_RX_IP_CKSUM_GOOD:
+    case RTE_MBUF_F_RX_IP_CKSUM_NONE:
+      return wire::PortVerdict::kGood;
+    case RTE_MBUF_F_RX_IP_CKSUM_BAD:
+      return wire::PortVerdict::kBad;
+    default:
+      return wire::PortVerdict::kUnchecked;
+  }
+}
+
 class Framer {
  public:
   // Frames from endpoint `self` of `cfg` to every other endpoint. `macs`
@@ -45,8 +61,8 @@ class Framer {
   bool init(const Config& cfg, uint32_t self, const std::vector<wire::MacAddr>& macs,
             rte_mempool* pool, rte_mempool* attach_pool, std::string* err);
   // Memory whose payload may be sent in place (extbuf mode only). `iova`
-  // is base's IOVA if the region is IOVA-contiguous, RTE_BAD_IOVA for
-  // DPDK's own memory (translated per packet); unused in IOVA-VA mode.
+  // is base's IOVA if the region is IOVA-contiguous, else RTE_BAD_IOVA:
+  // then, unless in IOVA-VA mode, its payloads are copied.
   bool add_extbuf_region(const uint8_t* base, size_t len, rte_iova_t iova, std::string* err);
   // No new packet is sent in place from the region at `base` (if any).
   void retire_extbuf_region(const uint8_t* base);

@@ -120,6 +120,7 @@ void planes_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, int on
       r.num("tx_extbuf", s.planes[p].tx_extbuf);
       r.num("rx_ipv4_checksum_by_port", s.planes[p].rx_ipv4_checksum_by_port);
       r.num("link_changes", s.planes[p].link_changes);
+      r.num("tx_stalls", s.planes[p].tx_stalls);
       r.num("port_rx_stalls", s.planes[p].port_rx_stalls);
       r.num("port_tx_link_down", s.planes[p].port_tx_link_down);
       uint64_t usable = 0, good = 0;

@@ -19,6 +19,8 @@ const char* drop_name(Drop d) {
       return "tx_no_peer";
     case Drop::kTxPlaneDown:
       return "tx_plane_down";
+    case Drop::kTxStalled:
+      return "tx_stalled";
     case Drop::kCount:
       break;
   }

@@ -221,5 +221,62 @@ TEST_F(Srv6FramerTest, APathWithNoSlotForTheDestinationIsDroppedAndCounted) {
   EXPECT_EQ(drops_.other[size_t(Drop::kTxBuild)], 1u);
 }
 
+// Payload in place: an empty attach pool fails the frame, counted, and
+// gives back the TX pool's mbufs it took.
+TEST(ExtbufFramer, AnEmptyAttachPoolLeaksNoTxMbuf) {
+  Config cfg;
+  std::string err;
+  ASSERT_TRUE(
+      parse_config(std::string(kConfig) + "tx_payload: extbuf\n", "framer_test.yaml", &cfg, &err))
+      << err;
+  rte_mempool* attach = rte_pktmbuf_pool_create("framer_x", 7, 0, 0, 0, SOCKET_ID_ANY);
+  ASSERT_NE(attach, nullptr);
+  std::vector<wire::MacAddr> macs;
+  for (const PlaneSpec& p : cfg.endpoints[0].planes) macs.push_back(p.mac);
+  Framer framer;
+  ASSERT_TRUE(framer.init(cfg, 0, macs, kEal->pool, attach, &err)) << err;
+  std::vector<uint8_t> region(4096, 0x5a);
+  ASSERT_TRUE(framer.add_extbuf_region(region.data(), region.size(), RTE_BAD_IOVA, &err)) << err;
+  const unsigned in_use = rte_mempool_in_use_count(kEal->pool);
+  engine::TxPacket p;
+  p.peer = 1;
+  p.plane = 1;
+  p.ev = 0;
+  const wire::WireEv path{};
+  p.wire_ev = &path;
+  p.is_data = true;
+  p.t.opcode = wire::Opcode::kWriteOnly;
+  p.t.dest_qpn = 7;
+  p.t.data.msg_len = 256;
+  p.payload = region.data();
+  p.payload_len = 256;
+  std::vector<engine::TxPacket> tx(12, p);
+  std::vector<rte_mbuf*> m(tx.size());
+  bool extbuf[12];
+  DropCounters drops;
+  framer.frame(tx.data(), tx.size(), m.data(), extbuf, &drops);
+  size_t framed = 0;
+  for (rte_mbuf* f : m) {
+    if (f == nullptr) continue;
+    EXPECT_EQ(f->nb_segs, 3);
+    ++framed;
+    rte_pktmbuf_free(f);
+  }
+  EXPECT_EQ(framed, 7u);  // the attach pool's every mbuf
+  EXPECT_EQ(drops.other[size_t(Drop::kTxNoMbuf)], 5u);
+  framer.close();
+  EXPECT_EQ(rte_mempool_in_use_count(kEal->pool), in_use);
+  EXPECT_TRUE(framer.release_retired(region.data()));
+  rte_mempool_free(attach);
+}
+
+TEST(Ipv4ChecksumVerdict, NoneIsAHeaderThePortVerified) {
+  EXPECT_EQ(ipv4_checksum_verdict(RTE_MBUF_F_RX_IP_CKSUM_GOOD), wire::PortVerdict::kGood);
+  EXPECT_EQ(ipv4_checksum_verdict(RTE_MBUF_F_RX_IP_CKSUM_NONE), wire::PortVerdict::kGood);
+  EXPECT_EQ(ipv4_checksum_verdict(RTE_MBUF_F_RX_IP_CKSUM_BAD), wire::PortVerdict::kBad);
+  EXPECT_EQ(ipv4_checksum_verdict(RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN), wire::PortVerdict::kUnchecked);
+  EXPECT_EQ(ipv4_checksum_verdict(RTE_MBUF_F_RX_L4_CKSUM_BAD), wire::PortVerdict::kUnchecked);
+}
+
 }  // namespace
 }  // namespace softmrc::softmrcd

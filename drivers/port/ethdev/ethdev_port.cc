@@ -7,6 +7,7 @@
 #include <rte_errno.h>
 #include <rte_kvargs.h>
 #include <rte_malloc.h>
+#include <rte_pause.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -232,9 +233,11 @@ void EthdevPort::close() {
   rx_callbacks_.clear();
   tx_callbacks_.clear();
   if (!opened_) return;
-  if (lsc_)
-    rte_eth_dev_callback_unregister(port_id_, RTE_ETH_EVENT_INTR_LSC, &EthdevPort::on_link_event,
-                                    this);
+  // EAGAIN: the callback is running on the interrupt thread right now; it
+  // must be gone before this port is, or a later interrupt writes into it.
+  while (lsc_ && rte_eth_dev_callback_unregister(port_id_, RTE_ETH_EVENT_INTR_LSC,
+                                                 &EthdevPort::on_link_event, this) == -EAGAIN)
+    rte_pause();
   rte_eth_dev_close(port_id_);
   opened_ = false;
 }
