@@ -13,6 +13,7 @@
 
 #include "softmrcd/config_reader.h"
 
+#include "control/profiles.h"
 #include "engine/qp_attr.h"
 #include "wire/headers.h"
 #include "wire/usid.h"
@@ -324,6 +325,17 @@ void check_srv6_blocks(const Config& c) {
   }
 }
 
+// Declared profiles are the controller's too (docs/controller.md): named,
+// and no more than the device holds of their kind.
+void check_profile_names(const YAML::Node& profiles, const char* key, uint32_t max) {
+  if (!profiles || !profiles.IsMap()) return;
+  if (profiles.size() > max)
+    fail(key, std::to_string(profiles.size()) + " profiles; at most " + std::to_string(max));
+  for (const auto& kv : profiles)
+    if (!kv.first.IsScalar() || kv.first.Scalar().empty())
+      fail(key, "has a profile whose name is not a name: " + quoted(kv.first));
+}
+
 // A packet's destination address names its receiver: no two endpoints
 // (hosted or peers) may share one on a plane.
 void check_addresses_unique(const Config& c) {
@@ -339,13 +351,36 @@ void check_addresses_unique(const Config& c) {
 }
 
 void check_hosted_ports(const Config& c) {
+  // A device is polled by one plane's lcore; ethdev would hand a second
+  // plane the same port ("net_null0,size=64" and "net_null0" are one).
+  std::vector<std::pair<std::string, std::string>> devices;  // device, its key
   for (uint32_t i = 0; i < c.hosted; ++i) {
     const EndpointSpec& e = c.endpoints[i];
     if (c.link_of(i) >= 0) continue;
-    for (size_t p = 0; p < e.planes.size(); ++p)
+    for (size_t p = 0; p < e.planes.size(); ++p) {
+      const std::string key = index_key(e.key + ".planes", p) + ".port";
       if (e.planes[p].port.empty())
-        fail(index_key(e.key + ".planes", p) + ".port",
-             "missing (a PCI address or vdev spec, or join the endpoint to a link)");
+        fail(key, "missing (a PCI address or vdev spec, or join the endpoint to a link)");
+      const std::string device = e.planes[p].port.substr(0, e.planes[p].port.find(','));
+      for (const auto& [other, where] : devices)
+        if (other == device) fail(key, "'" + device + "' is also " + where);
+      devices.emplace_back(device, key);
+    }
+  }
+}
+
+// Each socket is this process's own: two with one path would refuse each
+// other at setup as "in use by another process".
+void check_sockets_unique(const Config& c) {
+  std::vector<std::pair<std::string, std::string>> paths;  // path, its key
+  if (!c.control_socket.empty() && c.control_socket != "none")
+    paths.emplace_back(c.control_socket, "control_socket");
+  for (uint32_t i = 0; i < c.hosted; ++i) {
+    const EndpointSpec& e = c.endpoints[i];
+    if (e.app_socket.empty()) continue;
+    for (const auto& [other, where] : paths)
+      if (other == e.app_socket) fail(e.key + ".app_socket", "'" + other + "' is also " + where);
+    paths.emplace_back(e.app_socket, e.key + ".app_socket");
   }
 }
 
@@ -480,6 +515,7 @@ void read_root(const YAML::Node& root, Config* c) {
   const YAML::Node evp = m.get("ev_profiles");
   if (evp && !evp.IsNull() && !evp.IsMap()) fail("ev_profiles", "must be a map of named profiles");
   check_unique_keys(evp, "ev_profiles");
+  check_profile_names(evp, "ev_profiles", control::DeviceLimits{}.max_ev_profiles);
   if (evp && evp.IsMap())
     for (const auto& kv : evp) {
       EvProfileSpec p;
@@ -510,6 +546,7 @@ void read_root(const YAML::Node& root, Config* c) {
   const YAML::Node ccp = m.get("cc_profiles");
   if (ccp && !ccp.IsNull() && !ccp.IsMap()) fail("cc_profiles", "must be a map of named profiles");
   check_unique_keys(ccp, "cc_profiles");
+  check_profile_names(ccp, "cc_profiles", control::DeviceLimits{}.max_cc_profiles);
   if (ccp && ccp.IsMap())
     for (const auto& kv : ccp) {
       CcProfileSpec p;
@@ -546,6 +583,7 @@ void read_root(const YAML::Node& root, Config* c) {
   const YAML::Node links = m.list("links");
   for (size_t i = 0; i < links.size(); ++i) read_link(links[i], index_key("links", i), c);
   check_hosted_ports(*c);
+  check_sockets_unique(*c);
   const YAML::Node traffic = m.list("traffic");
   for (size_t i = 0; i < traffic.size(); ++i) read_flow(traffic[i], index_key("traffic", i), c);
   check_traffic_fits(*c);

@@ -65,22 +65,30 @@ class Map {
     seen_.insert(k);
     return node_ && node_.IsMap() ? node_[k] : YAML::Node();
   }
+  // A value's key: absent is the default, but a key written without a
+  // value (`loss:`) is a mistake, not a way to ask for the default.
+  bool has_value(const char* k) {
+    seen_.insert(k);
+    if (!node_ || !node_.IsMap() || !node_[k]) return false;
+    if (node_[k].IsNull()) fail(key(k), "has no value (leave the key out for its default)");
+    return true;
+  }
 
   // Unsigned integer in [lo, hi], decimal or 0x hex; absent leaves *out.
   template <typename T>
   void uint(const char* k, uint64_t lo, uint64_t hi, T* out) {
-    if (!has(k)) return;
+    if (!has_value(k)) return;
     *out = static_cast<T>(whole_number(get(k), key(k), lo, hi));
   }
 
   // Decimal number in [lo, hi]; absent leaves *out.
   void number(const char* k, double lo, double hi, double* out) {
-    if (!has(k)) return;
+    if (!has_value(k)) return;
     *out = decimal_number(get(k), key(k), lo, hi);
   }
 
   void boolean(const char* k, bool* out) {
-    if (!has(k)) return;
+    if (!has_value(k)) return;
     const YAML::Node v = get(k);
     const std::string s = v.IsScalar() ? v.Scalar() : "";
     if (s == "true" || s == "yes" || s == "on")
@@ -92,21 +100,21 @@ class Map {
   }
 
   std::string string(const char* k) {
-    if (!has(k)) return "";
+    if (!has_value(k)) return "";
     const YAML::Node v = get(k);
     if (!v.IsScalar()) fail(key(k), "must be a string, not " + quoted(v));
     return v.Scalar();
   }
 
   std::string required_string(const char* k) {
-    if (!has(k)) fail(key(k), "missing");
+    if (!has_value(k)) fail(key(k), "missing");
     return string(k);
   }
 
   // One of `names`; absent leaves *out.
   template <typename T>
   void choice(const char* k, std::initializer_list<std::pair<const char*, T>> names, T* out) {
-    if (!has(k)) return;
+    if (!has_value(k)) return;
     const std::string s = string(k);
     std::string list;
     for (const auto& [name, value] : names) {
@@ -131,6 +139,8 @@ class Map {
   void done() const {
     if (!node_ || !node_.IsMap()) return;
     for (const auto& kv : node_) {
+      if (!kv.first.IsScalar())
+        fail(path_.empty() ? "(file)" : path_, "has a key that is not a name: " + quoted(kv.first));
       const std::string k = kv.first.Scalar();
       if (!seen_.count(k)) fail(key(k.c_str()), "unknown key");
     }

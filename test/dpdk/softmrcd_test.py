@@ -1383,6 +1383,24 @@ BAD_CONFIGS = [
     ('no_endpoints', lambda c: c.update(endpoints=[], links=[], traffic=[]),
      'endpoints: missing (at least one endpoint to host)',
      'missing (at least one endpoint to host)'),
+    ('key_without_value', lambda c: c.update(path_mtu=None),
+     'path_mtu: has no value (leave the key out for its default)',
+     'has no value (leave the key out for its default)'),
+    ('port_twice', lambda c: (c.pop('links'), [p.update(port=f'net_null{i}') for e in c['endpoints']
+                                               for i, p in enumerate(e['planes'])]),
+     "endpoints[1].planes[0].port: 'net_null0' is also endpoints[0].planes[0].port",
+     "'<device>' is also endpoints[<i>].planes[<p>].port"),
+    ('app_socket_twice', lambda c: [e.update(app_socket='/tmp/smrc-twice.sock')
+                                    for e in c['endpoints']],
+     "endpoints[1].app_socket: '/tmp/smrc-twice.sock' is also endpoints[0].app_socket",
+     "'<path>' is also control_socket"),
+    ('app_socket_is_control', lambda c: (c.update(control_socket='/tmp/smrc-ctl.sock'),
+                                         c['endpoints'][0].update(app_socket='/tmp/smrc-ctl.sock')),
+     "endpoints[0].app_socket: '/tmp/smrc-ctl.sock' is also control_socket",
+     "'<path>' is also control_socket"),
+    ('too_many_profiles', lambda c: c.update(ev_profiles={
+        f'p{i}': {'evs_per_plane': 1, 'min_active': 1} for i in range(65)}),
+     'ev_profiles: 65 profiles; at most 64', '<n> profiles; at most 64'),
 ]
 
 # Found only once the EAL is up (lcores, devices): (case, change, EAL -l, message, doc).
@@ -1405,9 +1423,10 @@ BAD_SETUPS = [
     ('app_socket_not_socket', lambda c: c['endpoints'][0].update(app_socket=os.devnull), '0-1',
      f"endpoints[0].app_socket: '{os.devnull}' exists and is not a socket",
      "'<path>' exists and is not a socket"),
-    ('bad_device', lambda c: (c.pop('links'), [p.update(port='net_nosuchdriver0')
-                                               for e in c['endpoints'] for p in e['planes']]),
-     '0-1', "endpoints[0].planes[0].port: cannot probe 'net_nosuchdriver0': ",
+    ('bad_device', lambda c: (c.pop('links'), [p.update(port=f'net_nosuchdriver{i}{j}')
+                                               for i, e in enumerate(c['endpoints'])
+                                               for j, p in enumerate(e['planes'])]),
+     '0-1', "endpoints[0].planes[0].port: cannot probe 'net_nosuchdriver00': ",
      "cannot probe '<spec>': <reason>"),
 ]
 
