@@ -179,7 +179,8 @@ void ControlServer::step(const pollfd* ready, size_t count, uint64_t now) {
     if (c.fd < 0) continue;
     // A client that sent all it will is closed once answered.
     if (c.eof && c.in.empty() && !c.follow && !c.probe) c.closing = true;
-    const bool idle = !c.follow && !c.probe && c.out.empty() && c.in.empty() && !c.closing;
+    // Part of a line is no request: a client that never ends one is idle.
+    const bool idle = !c.follow && !c.probe && c.out.empty() && !c.closing;
     if (idle && idle_ms != 0 && now - c.active_ns >= idle_ms * 1'000'000) {
       ++idle_closed_;
       fail(c, Err::kBusy, "closed after " + std::to_string(idle_ms) + " ms without a request");

@@ -710,9 +710,12 @@ def case_socket(args):
         follower.settimeout(5)
         check(json.loads(follower.recv(4096).splitlines()[0])['result'] == {'following': True},
               'events follow')
-        r = read_all(connect(ctl), timeout=10)
-        check(len(r) == 1 and r[0]['errno'] == 'EBUSY' and
-              'closed after 1500 ms without a request' in r[0]['error'], f'idle: {r}')
+        for part in (b'', b'dev sh'):  # part of a line is no request either
+            s = connect(ctl)
+            s.sendall(part)
+            r = read_all(s, timeout=10)
+            check(len(r) == 1 and r[0]['errno'] == 'EBUSY' and
+                  'closed after 1500 ms without a request' in r[0]['error'], f'idle: {r}')
         follower.setblocking(False)
         try:
             check(follower.recv(65536) != b'', 'the follower was closed')
