@@ -34,7 +34,7 @@ const char* Link::init(const LinkConfig& cfg) {
 }
 
 uint64_t Link::backlog_bytes(TimeNs now) const {
-  return queued_bytes(data_busy_ps_, now * 1000);
+  return queued_bytes(data_busy_ps_, to_ps(now));
 }
 
 Verdict Link::enqueue(PacketMeta& pkt, TimeNs now, Rng& rng) {
@@ -44,9 +44,9 @@ Verdict Link::enqueue(PacketMeta& pkt, TimeNs now, Rng& rng) {
       std::find(blackholed_evs_.begin(), blackholed_evs_.end(), pkt.ev) != blackholed_evs_.end())
     return drop(DropReason::kEvBlackhole);
 
-  const uint64_t now_ps = std::max(now * 1000, last_now_ps_);
+  const Ps now_ps = std::max(to_ps(now), last_now_ps_);
   last_now_ps_ = now_ps;
-  uint64_t depart_ps = 0;
+  Ps depart_ps = 0;
   bool priority = pkt.control || pkt.trimmed;
   if (!priority) {
     const uint64_t ahead = queued_bytes(data_busy_ps_, now_ps);
@@ -76,7 +76,7 @@ Verdict Link::enqueue(PacketMeta& pkt, TimeNs now, Rng& rng) {
     depart_ps = std::max(prio_busy_ps_, now_ps) + ser;
     prio_busy_ps_ = depart_ps;
     // Data that arrives from now on waits for this packet too.
-    data_busy_ps_ = std::max(data_busy_ps_ + ser, depart_ps);
+    data_busy_ps_ = std::max<Ps>(data_busy_ps_ + ser, depart_ps);
   }
   const uint64_t ser_ps = serialise_ps(pkt.bytes);
   ++counters_.packets;
@@ -84,7 +84,7 @@ Verdict Link::enqueue(PacketMeta& pkt, TimeNs now, Rng& rng) {
   counters_.busy_ps += ser_ps;
   // A gray link loses the packet on the wire: it still used the link.
   if (loss_rate_ > 0 && rng.uniform() < loss_rate_) return drop(DropReason::kLoss);
-  return Verdict{(depart_ps + 999) / 1000 + cfg_.delay_ns, DropReason::kNone};
+  return Verdict{to_ns(depart_ps) + cfg_.delay_ns, DropReason::kNone};
 }
 
 void Link::set_up(bool up, TimeNs now) {
@@ -93,7 +93,7 @@ void Link::set_up(bool up, TimeNs now) {
   if (!up) {
     ++down_count_;
     // Whatever was queued is gone; the queue restarts empty.
-    data_busy_ps_ = prio_busy_ps_ = std::max(now * 1000, last_now_ps_);
+    data_busy_ps_ = prio_busy_ps_ = std::max(to_ps(now), last_now_ps_);
   }
 }
 

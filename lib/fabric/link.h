@@ -120,7 +120,7 @@ class Link {
   // Data bytes queued (including the one being sent) at `now`.
   uint64_t backlog_bytes(TimeNs now) const;
   // When the data class will have sent everything accepted so far.
-  TimeNs idle_at_ns() const { return (data_busy_ps_ + 999) / 1000; }
+  TimeNs idle_at_ns() const { return to_ns(data_busy_ps_); }
   uint64_t rate_mbps() const { return rate_mbps_; }
   const LinkConfig& config() const { return cfg_; }
   const LinkCounters& counters() const { return counters_; }
@@ -147,11 +147,17 @@ class Link {
   void count_drop(DropReason r) { ++counters_.drops[static_cast<size_t>(r)]; }
 
  private:
+  // Picoseconds since time 0: 64 bits would run out after 213 days.
+  using Ps = unsigned __int128;
+
+  static Ps to_ps(TimeNs ns) { return Ps{ns} * 1000; }
+  static TimeNs to_ns(Ps ps) { return static_cast<TimeNs>((ps + 999) / 1000); }  // rounded up
   uint64_t serialise_ps(uint64_t bytes) const {
     return (bytes * 8'000'000 + rate_mbps_ - 1) / rate_mbps_;
   }
-  uint64_t queued_bytes(uint64_t busy_ps, uint64_t now_ps) const {
-    return busy_ps > now_ps ? (busy_ps - now_ps) * rate_mbps_ / 8'000'000 : 0;
+  uint64_t queued_bytes(Ps busy_ps, Ps now_ps) const {
+    return busy_ps > now_ps ? static_cast<uint64_t>((busy_ps - now_ps) * rate_mbps_ / 8'000'000)
+                            : 0;
   }
   Verdict drop(DropReason r) {
     count_drop(r);
@@ -159,10 +165,10 @@ class Link {
   }
 
   LinkConfig cfg_{};
-  uint64_t rate_mbps_ = 0;     // effective: the configured rate times the rate factor
-  uint64_t data_busy_ps_ = 0;  // the data class has sent everything by then
-  uint64_t prio_busy_ps_ = 0;  // the priority class likewise
-  uint64_t last_now_ps_ = 0;
+  uint64_t rate_mbps_ = 0;  // effective: the configured rate times the rate factor
+  Ps data_busy_ps_ = 0;     // the data class has sent everything by then
+  Ps prio_busy_ps_ = 0;     // the priority class likewise
+  Ps last_now_ps_ = 0;
   bool up_ = true;
   bool blackhole_ = false;
   double loss_rate_ = 0;

@@ -273,6 +273,23 @@ TEST(Link, SameSeedSameVerdicts) {
   }
 }
 
+// A daemon's clock runs for months: 2^64 ps is only 213.5 days.
+TEST(Link, KeepsTimeAfterTwoHundredAndFourteenDays) {
+  Link l = make(config(8 * kPkt, Overflow::kTrim));
+  Rng rng;
+  constexpr TimeNs kDay = 86'400ull * 1'000'000'000;
+  PacketMeta first = data();
+  EXPECT_EQ(l.enqueue(first, 213 * kDay, rng).at_ns, 213 * kDay + 100 + 500);
+  // One packet every 200 ns on a link that sends one in 100 ns: none waits.
+  for (TimeNs t = 214 * kDay; t < 214 * kDay + 20'000; t += 200) {
+    PacketMeta p = data();
+    EXPECT_EQ(l.enqueue(p, t, rng).at_ns, t + 100 + 500);
+    EXPECT_FALSE(p.trimmed);
+  }
+  EXPECT_EQ(l.backlog_bytes(214 * kDay + 20'000), 0u);
+  EXPECT_EQ(l.idle_at_ns(), 214 * kDay + 19'800 + 100);
+}
+
 TEST(Link, InitRejectsAZeroRateOrBuffer) {
   Link l;
   LinkConfig c = config();
