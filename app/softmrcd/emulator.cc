@@ -244,8 +244,8 @@ void EmulatedHop::set_up(bool up, uint64_t now_ns) {
   link_.set_up(up, now_ns);
 }
 
-void EmulatedHop::set_rate_factor(double f) {
-  link_.set_rate_factor(f);
+void EmulatedHop::set_rate_factor(double f, uint64_t now_ns) {
+  link_.set_rate_factor(f, now_ns);
   rate_factor_ = f;
 }
 

@@ -127,7 +127,7 @@ class EmulatedHop {
   void set_blackhole(bool on) { link_.set_blackhole(on); }
   void set_ev_blackholed(uint32_t ev, bool on) { link_.set_ev_blackholed(ev, on); }
   void set_loss(double p) { link_.set_loss_rate(p); }
-  void set_rate_factor(double f);
+  void set_rate_factor(double f, uint64_t now_ns);
   HopState state() const;
   // The model's own counters merged into the emulator's.
   HopCounters counters() const;

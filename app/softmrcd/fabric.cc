@@ -265,7 +265,7 @@ void Link::apply(const LinkEvent& e, uint64_t now_ns) {
         hop.set_ev_blackholed(e.ev, e.action == LinkAction::kEvBlackholeOn);
         break;
       case LinkAction::kRateFactor:
-        hop.set_rate_factor(e.value);
+        hop.set_rate_factor(e.value, now_ns);
         break;
     }
   }

@@ -100,7 +100,7 @@ void apply(const FaultEvent& e, Fabric& fabric, TimeNs now) {
         l.set_loss_rate(e.value);
         break;
       case FaultAction::kRate:
-        l.set_rate_factor(e.value);
+        l.set_rate_factor(e.value, now);
         break;
     }
   }

@@ -103,10 +103,17 @@ void Link::set_ev_blackholed(uint32_t ev, bool on) {
   if (!on && it != blackholed_evs_.end()) blackholed_evs_.erase(it);
 }
 
-void Link::set_rate_factor(double factor) {
+void Link::set_rate_factor(double factor, TimeNs now) {
   if (!(factor > 0)) factor = 1e-6;
   factor = std::min(factor, 1.0);
+  const uint64_t old_rate = rate_mbps_;
   rate_mbps_ = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(cfg_.rate_mbps * factor)));
+  // The queue keeps its bytes, not its drain time: the time left to send
+  // them scales with the rate.
+  const Ps now_ps = std::max(to_ps(now), last_now_ps_);
+  for (Ps* busy : {&data_busy_ps_, &prio_busy_ps_})
+    if (*busy > now_ps)
+      *busy = now_ps + ((*busy - now_ps) * old_rate + rate_mbps_ - 1) / rate_mbps_;
 }
 
 }  // namespace softmrc::fabric

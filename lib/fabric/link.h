@@ -139,8 +139,9 @@ class Link {
   size_t blackholed_ev_count() const { return blackholed_evs_.size(); }
   void set_loss_rate(double p) { loss_rate_ = p; }  // [0, 1]
   double loss_rate() const { return loss_rate_; }
-  // Serialise at `factor` times the configured rate, (0, 1].
-  void set_rate_factor(double factor);
+  // Serialise at `factor` times the configured rate, (0, 1], from `now`
+  // on: what is queued then drains at the new rate too.
+  void set_rate_factor(double factor, TimeNs now);
 
   // Called by the owner for a packet lost after enqueue() accepted it (the
   // link went down while it was queued): keeps the drop counters whole.

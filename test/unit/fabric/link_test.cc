@@ -220,13 +220,39 @@ TEST(Link, EvBlackholeDropsOnlyThatEv) {
 TEST(Link, DegradedRateSlowsSerialisation) {
   Link l = make(config());
   Rng rng;
-  l.set_rate_factor(0.25);
+  l.set_rate_factor(0.25, 0);
   EXPECT_EQ(l.rate_mbps(), k100G / 4);
   PacketMeta p = data();
   EXPECT_EQ(l.enqueue(p, 0, rng).at_ns, 400u + 500);
-  l.set_rate_factor(1);
+  l.set_rate_factor(1, 400);
   PacketMeta q = data();
   EXPECT_EQ(l.enqueue(q, 400, rng).at_ns, 500u + 500);
+}
+
+// A queue built while the link was slow drains at the full rate once it
+// is back: its bytes stay, the time left to send them shrinks.
+TEST(Link, RateChangeRescalesWhatIsQueued) {
+  Link l = make(config(8 * kPkt, Overflow::kTrim));
+  Rng rng;
+  l.set_rate_factor(0.01, 0);
+  for (int i = 0; i < 8; ++i) {
+    PacketMeta p = data();
+    ASSERT_TRUE(l.enqueue(p, 0, rng).delivered()) << i;
+    ASSERT_FALSE(p.trimmed) << i;
+  }
+  EXPECT_EQ(l.backlog_bytes(0), 8u * kPkt);
+  EXPECT_EQ(l.idle_at_ns(), 80'000u);  // 8 packets of 10 us
+  // Two packets' worth sent at 1 Gb/s, then back to 100 Gb/s.
+  l.set_rate_factor(1, 20'000);
+  EXPECT_EQ(l.backlog_bytes(20'000), 6u * kPkt);
+  EXPECT_EQ(l.idle_at_ns(), 20'600u);
+  PacketMeta later = data();
+  EXPECT_EQ(l.enqueue(later, 20'600, rng).at_ns, 20'600u + 100 + 500);
+  EXPECT_FALSE(later.trimmed);
+  // And slowing down stretches it.
+  l.set_rate_factor(0.5, 20'600);
+  EXPECT_EQ(l.idle_at_ns(), 20'800u);
+  EXPECT_EQ(l.backlog_bytes(20'600), uint64_t{kPkt});
 }
 
 // Gray loss: the share lost matches the configured rate, for several seeds
