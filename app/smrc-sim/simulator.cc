@@ -269,11 +269,11 @@ uint64_t Simulator::nic_backlog(uint32_t host) const {
 // excess over the limit at the NIC's full rate (sooner is impossible; if
 // some planes run dry first the host simply waits once more).
 TimeNs Simulator::nic_ready_at(uint32_t host, uint64_t backlog) const {
-  uint64_t rate_mbps = 0;
+  uint64_t rate_bps = 0;
   for (uint32_t p = 0; p < planes_; ++p)
-    rate_mbps += fabric_.link(fabric_.topology().host_up(p, host)).rate_mbps();
+    rate_bps += fabric_.link(fabric_.topology().host_up(p, host)).rate_bps();
   const uint64_t excess = backlog - nic_limit_bytes_ + 1;
-  return now_ + std::max<uint64_t>(1, (excess * 8'000 + rate_mbps - 1) / rate_mbps);
+  return now_ + std::max<uint64_t>(1, (excess * 8'000'000'000 + rate_bps - 1) / rate_bps);
 }
 
 void Simulator::service(uint32_t host) {

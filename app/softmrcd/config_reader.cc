@@ -22,6 +22,12 @@ void read_plane_fabric(Map& m, PlaneFabricSpec* p) {
   double gbps = static_cast<double>(l.rate_mbps) / 1000;
   m.number("rate_gbps", 0.001, 10'000, &gbps);
   l.rate_mbps = static_cast<uint64_t>(std::llround(gbps * 1000));
+  // The model's rates are whole Mb/s: 0.0015 would run at 2.
+  if (std::abs(gbps * 1000 - static_cast<double>(l.rate_mbps)) > 1e-6) {
+    std::ostringstream v;
+    v << gbps;
+    fail(m.key("rate_gbps"), v.str() + " is not a whole number of Mb/s (a multiple of 0.001)");
+  }
   double us = static_cast<double>(l.delay_ns) / 1000;
   m.number("delay_us", 0, 100'000, &us);
   l.delay_ns = static_cast<uint64_t>(std::llround(us * 1000));

@@ -9,8 +9,14 @@ namespace {
 
 constexpr double kMaxUs = 1e9;  // 1000 s of virtual time
 
+// The model's rates are whole Mb/s: 0.0015 would run at 2.
 uint64_t mbps(const ConfigNode& n, const char* key, double def_gbps) {
-  return static_cast<uint64_t>(std::llround(n.number(key, 0.001, 10'000, def_gbps) * 1000));
+  const double gbps = n.number(key, 0.001, 10'000, def_gbps);
+  const auto mbps = static_cast<uint64_t>(std::llround(gbps * 1000));
+  if (std::abs(gbps * 1000 - static_cast<double>(mbps)) > 1e-6)
+    n.fail(key,
+           "must be a whole number of Mb/s (a multiple of 0.001), got '" + n.text(key, "") + "'");
+  return mbps;
 }
 
 uint64_t kib(const ConfigNode& n, const char* key, double lo, double def) {

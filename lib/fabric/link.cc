@@ -8,8 +8,7 @@ namespace softmrc::fabric {
 
 namespace {
 
-// 1 Tb/s of headroom over the fastest link we model keeps every product of
-// a rate and a time in the arithmetic below far from 2^64.
+// 10 Tb/s: headroom over the fastest link we model.
 constexpr uint64_t kMaxRateMbps = 10'000'000;
 constexpr TimeNs kMaxDelayNs = 1'000'000'000;
 
@@ -29,7 +28,7 @@ const char* Link::init(const LinkConfig& cfg) {
   if (const char* why = validate(cfg)) return why;
   *this = Link{};
   cfg_ = cfg;
-  rate_mbps_ = cfg.rate_mbps;
+  rate_bps_ = cfg.rate_mbps * 1'000'000;
   return nullptr;
 }
 
@@ -106,14 +105,14 @@ void Link::set_ev_blackholed(uint32_t ev, bool on) {
 void Link::set_rate_factor(double factor, TimeNs now) {
   if (!(factor > 0)) factor = 1e-6;
   factor = std::min(factor, 1.0);
-  const uint64_t old_rate = rate_mbps_;
-  rate_mbps_ = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(cfg_.rate_mbps * factor)));
+  const uint64_t old_rate = rate_bps_;
+  rate_bps_ =
+      std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(cfg_.rate_mbps * 1e6 * factor)));
   // The queue keeps its bytes, not its drain time: the time left to send
   // them scales with the rate.
   const Ps now_ps = std::max(to_ps(now), last_now_ps_);
   for (Ps* busy : {&data_busy_ps_, &prio_busy_ps_})
-    if (*busy > now_ps)
-      *busy = now_ps + ((*busy - now_ps) * old_rate + rate_mbps_ - 1) / rate_mbps_;
+    if (*busy > now_ps) *busy = now_ps + ((*busy - now_ps) * old_rate + rate_bps_ - 1) / rate_bps_;
 }
 
 }  // namespace softmrc::fabric

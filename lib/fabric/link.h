@@ -121,7 +121,8 @@ class Link {
   uint64_t backlog_bytes(TimeNs now) const;
   // When the data class will have sent everything accepted so far.
   TimeNs idle_at_ns() const { return to_ns(data_busy_ps_); }
-  uint64_t rate_mbps() const { return rate_mbps_; }
+  // The rate in force (the configured one times the rate factor), bit/s.
+  uint64_t rate_bps() const { return rate_bps_; }
   const LinkConfig& config() const { return cfg_; }
   const LinkCounters& counters() const { return counters_; }
 
@@ -153,11 +154,13 @@ class Link {
 
   static Ps to_ps(TimeNs ns) { return Ps{ns} * 1000; }
   static TimeNs to_ns(Ps ps) { return static_cast<TimeNs>((ps + 999) / 1000); }  // rounded up
+  static constexpr uint64_t kPsBitsPerByte = 8'000'000'000'000;  // 8 bits x 10^12 ps/s
+
   uint64_t serialise_ps(uint64_t bytes) const {
-    return (bytes * 8'000'000 + rate_mbps_ - 1) / rate_mbps_;
+    return static_cast<uint64_t>((Ps{bytes} * kPsBitsPerByte + rate_bps_ - 1) / rate_bps_);
   }
   uint64_t queued_bytes(Ps busy_ps, Ps now_ps) const {
-    return busy_ps > now_ps ? static_cast<uint64_t>((busy_ps - now_ps) * rate_mbps_ / 8'000'000)
+    return busy_ps > now_ps ? static_cast<uint64_t>((busy_ps - now_ps) * rate_bps_ / kPsBitsPerByte)
                             : 0;
   }
   Verdict drop(DropReason r) {
@@ -166,9 +169,9 @@ class Link {
   }
 
   LinkConfig cfg_{};
-  uint64_t rate_mbps_ = 0;  // effective: the configured rate times the rate factor
-  Ps data_busy_ps_ = 0;     // the data class has sent everything by then
-  Ps prio_busy_ps_ = 0;     // the priority class likewise
+  uint64_t rate_bps_ = 0;  // the configured rate times the rate factor (below 1 Mb/s too)
+  Ps data_busy_ps_ = 0;    // the data class has sent everything by then
+  Ps prio_busy_ps_ = 0;    // the priority class likewise
   Ps last_now_ps_ = 0;
   bool up_ = true;
   bool blackhole_ = false;

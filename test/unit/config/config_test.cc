@@ -133,6 +133,12 @@ TEST(Numbers, AsTheReadersSeeThem) {
   EXPECT_EQ(fab.links[0].fabric.schedule[0].at_ns, 800'000'000u);
   EXPECT_EQ(fabric_error("links: [{a: [net_null0], b: [net_null1], rate_gbps: 0x10}]\n"),
             "links[0].rate_gbps: '0x10' is not a number");
+  // The link model's rates are whole Mb/s.
+  EXPECT_EQ(fabric_error("links: [{a: [net_null0], b: [net_null1], rate_gbps: 0.0015}]\n"),
+            "links[0].rate_gbps: 0.0015 is not a whole number of Mb/s (a multiple of 0.001)");
+  ASSERT_EQ(fabric_error("links: [{a: [net_null0], b: [net_null1], rate_gbps: 2.5}]\n", &fab),
+            "accepted");
+  EXPECT_EQ(fab.links[0].fabric.planes[0].link.rate_mbps, 2500u);
 }
 
 TEST(Mac, SixHexPairs) {

@@ -121,10 +121,10 @@ TEST(FaultSchedule, DegradeAndBlackholeAreUndoneWhenTheyEnd) {
   ASSERT_EQ(s.add(hole, f.topology()), "");
   const Link& l = f.link(f.topology().leaf_up(1, 2, 3));
   s.apply_due(0, f);
-  EXPECT_EQ(l.rate_mbps(), l.config().rate_mbps / 2);
+  EXPECT_EQ(l.rate_bps(), l.config().rate_mbps * 1'000'000 / 2);
   EXPECT_TRUE(l.blackhole());
   s.apply_due(200, f);
-  EXPECT_EQ(l.rate_mbps(), l.config().rate_mbps);
+  EXPECT_EQ(l.rate_bps(), l.config().rate_mbps * 1'000'000);
   EXPECT_FALSE(l.blackhole());
 }
 
@@ -181,6 +181,9 @@ TEST(Config, EveryErrorNamesItsKey) {
             "topology.radix: missing (an integer in [2, 1024] is required)");
   EXPECT_EQ(error_of("topology: {hosts: 16, radix: 8, host_link: {gbps: fast}}"),
             "topology.host_link.gbps: must be a number in [0.001, 10000], got 'fast'");
+  EXPECT_EQ(error_of("topology: {hosts: 16, radix: 8, host_link: {gbps: 0.0015}}"),
+            "topology.host_link.gbps: must be a whole number of Mb/s (a multiple of 0.001), got "
+            "'0.0015'");
   EXPECT_EQ(error_of("topology: {hosts: 16, radix: 8, switch_queue: {overflow: mark}}"),
             "topology.switch_queue.overflow: must be one of drop, trim, got 'mark'");
   EXPECT_EQ(error_of("topology: {hosts: 500, radix: 8}"),

@@ -221,7 +221,7 @@ TEST(Link, DegradedRateSlowsSerialisation) {
   Link l = make(config());
   Rng rng;
   l.set_rate_factor(0.25, 0);
-  EXPECT_EQ(l.rate_mbps(), k100G / 4);
+  EXPECT_EQ(l.rate_bps(), k100G * 1'000'000 / 4);
   PacketMeta p = data();
   EXPECT_EQ(l.enqueue(p, 0, rng).at_ns, 400u + 500);
   l.set_rate_factor(1, 400);
@@ -253,6 +253,23 @@ TEST(Link, RateChangeRescalesWhatIsQueued) {
   l.set_rate_factor(0.5, 20'600);
   EXPECT_EQ(l.idle_at_ns(), 20'800u);
   EXPECT_EQ(l.backlog_bytes(20'600), uint64_t{kPkt});
+}
+
+// 1 Mb/s at a factor of 0.001 is 1 kb/s, not a whole Mb/s.
+TEST(Link, SlowRatesKeepTheirPrecision) {
+  for (const auto& [mbps, factor] :
+       {std::pair<uint64_t, double>{1, 0.001}, {100, 0.005}, {1000, 0.0015}}) {
+    LinkConfig c = config();
+    c.rate_mbps = mbps;
+    c.delay_ns = 0;
+    Link l = make(c);
+    Rng rng;
+    l.set_rate_factor(factor, 0);
+    PacketMeta p = data();
+    const double want_ns = kPkt * 8 * 1000 / (static_cast<double>(mbps) * factor);
+    EXPECT_NEAR(static_cast<double>(l.enqueue(p, 0, rng).at_ns), want_ns, 1)
+        << mbps << " Mb/s x " << factor;
+  }
 }
 
 // Gray loss: the share lost matches the configured rate, for several seeds
