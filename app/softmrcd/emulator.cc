@@ -157,13 +157,15 @@ void EmulatedHop::admit_one(rte_mbuf* m, uint64_t now_ns) {
   pm.control = f.dscp == kDscp.control || f.dscp == kDscp.trimmed;
   pm.trimmable = f.data && f.dscp == kDscp.trimmable;
   pm.ecn_capable = f.ecn != wire::kEcnNotEct;
-  const fabric::Verdict v = link_.enqueue(pm, now_ns, rng_);
-  if (!v.delivered()) {  // counted by the model
+  // A frame the queue will trim is cut first, so that one lib/wire cannot
+  // cut is never counted as trimmed, nor takes the priority class's time.
+  if (pm.trimmable && link_.would_trim(pm, now_ns) && !trim(m)) {
+    ++counters_.hop_drops[size_t(HopDrop::kUntrimmable)];
     rte_pktmbuf_free(m);
     return;
   }
-  if (pm.trimmed && !trim(m)) {
-    ++counters_.hop_drops[size_t(HopDrop::kUntrimmable)];
+  const fabric::Verdict v = link_.enqueue(pm, now_ns, rng_);
+  if (!v.delivered()) {  // counted by the model
     rte_pktmbuf_free(m);
     return;
   }

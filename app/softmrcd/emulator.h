@@ -46,7 +46,7 @@ namespace softmrc::softmrcd {
 enum class HopDrop : uint8_t {
   kDelayLineFull,  // the hop already holds delay_line_packets frames
   kRxRingFull,     // the receiving port took no more at delivery time
-  kUntrimmable,    // the queue trimmed it, but the frame could not be cut
+  kUntrimmable,    // the queue would trim it, but the frame cannot be cut
   kCount,
 };
 const char* hop_drop_name(HopDrop d);

@@ -36,12 +36,31 @@ uint64_t Link::backlog_bytes(TimeNs now) const {
   return queued_bytes(data_busy_ps_, to_ps(now));
 }
 
-Verdict Link::enqueue(PacketMeta& pkt, TimeNs now, Rng& rng) {
-  if (!up_) return drop(DropReason::kLinkDown);
-  if (blackhole_) return drop(DropReason::kBlackhole);
+DropReason Link::refusal(uint32_t ev) const {
+  if (!up_) return DropReason::kLinkDown;
+  if (blackhole_) return DropReason::kBlackhole;
   if (!blackholed_evs_.empty() &&
-      std::find(blackholed_evs_.begin(), blackholed_evs_.end(), pkt.ev) != blackholed_evs_.end())
-    return drop(DropReason::kEvBlackhole);
+      std::find(blackholed_evs_.begin(), blackholed_evs_.end(), ev) != blackholed_evs_.end())
+    return DropReason::kEvBlackhole;
+  return DropReason::kNone;
+}
+
+bool Link::overflows(const PacketMeta& pkt, uint64_t ahead) const {
+  return cfg_.buffer_bytes != kUnbounded && ahead + pkt.bytes > cfg_.buffer_bytes;
+}
+
+bool Link::can_trim(const PacketMeta& pkt) const {
+  return pkt.trimmable && cfg_.overflow == Overflow::kTrim && pkt.header_bytes != 0 &&
+         pkt.header_bytes < pkt.bytes;
+}
+
+bool Link::would_trim(const PacketMeta& pkt, TimeNs now) const {
+  return refusal(pkt.ev) == DropReason::kNone && !pkt.control && !pkt.trimmed && can_trim(pkt) &&
+         overflows(pkt, queued_bytes(data_busy_ps_, std::max(to_ps(now), last_now_ps_)));
+}
+
+Verdict Link::enqueue(PacketMeta& pkt, TimeNs now, Rng& rng) {
+  if (const DropReason r = refusal(pkt.ev); r != DropReason::kNone) return drop(r);
 
   const Ps now_ps = std::max(to_ps(now), last_now_ps_);
   last_now_ps_ = now_ps;
@@ -50,10 +69,8 @@ Verdict Link::enqueue(PacketMeta& pkt, TimeNs now, Rng& rng) {
   if (!priority) {
     const uint64_t ahead = queued_bytes(data_busy_ps_, now_ps);
     counters_.max_backlog_bytes = std::max(counters_.max_backlog_bytes, ahead);
-    if (cfg_.buffer_bytes != kUnbounded && ahead + pkt.bytes > cfg_.buffer_bytes) {
-      if (!pkt.trimmable || cfg_.overflow != Overflow::kTrim || pkt.header_bytes == 0 ||
-          pkt.header_bytes >= pkt.bytes)
-        return drop(DropReason::kOverflow);
+    if (overflows(pkt, ahead)) {
+      if (!can_trim(pkt)) return drop(DropReason::kOverflow);
       pkt.bytes = pkt.header_bytes;
       pkt.trimmed = true;
       ++counters_.trims;

@@ -116,6 +116,9 @@ class Link {
   const char* init(const LinkConfig& cfg);
 
   Verdict enqueue(PacketMeta& pkt, TimeNs now, Rng& rng);
+  // Whether enqueue(pkt, now) would trim it: a caller that cuts frames
+  // itself can try first, and offer one it cannot cut as not trimmable.
+  bool would_trim(const PacketMeta& pkt, TimeNs now) const;
 
   // Data bytes queued (including the one being sent) at `now`.
   uint64_t backlog_bytes(TimeNs now) const;
@@ -163,6 +166,10 @@ class Link {
     return busy_ps > now_ps ? static_cast<uint64_t>((busy_ps - now_ps) * rate_bps_ / kPsBitsPerByte)
                             : 0;
   }
+  // Why the link takes no packet on `ev`, or kNone.
+  DropReason refusal(uint32_t ev) const;
+  bool overflows(const PacketMeta& pkt, uint64_t ahead) const;  // the data class
+  bool can_trim(const PacketMeta& pkt) const;
   Verdict drop(DropReason r) {
     count_drop(r);
     return Verdict{kNever, r};

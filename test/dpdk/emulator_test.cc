@@ -215,6 +215,34 @@ TEST(EmulatedHop, TrimsAChainedFrameIntoItsFirstSegment) {
   EXPECT_TRUE(v.trimmed);
 }
 
+// A frame the queue would trim but lib/wire cannot cut (a bad IPv4 header
+// checksum) is dropped as untrimmable: not counted as a trim too, and it
+// takes no time from the priority class.
+TEST(EmulatedHop, AFrameThatCannotBeCutIsOnlyAnUntrimmableDrop) {
+  HopConfig c = gbps1(0);
+  c.link.buffer_bytes = 5 << 10;  // room for one frame
+  c.link.overflow = fabric::Overflow::kTrim;
+  EmulatedHop hop;
+  ASSERT_EQ(hop.init(c), nullptr);
+  const std::vector<uint8_t> good = build({.ip = wire::IpVersion::kV4});
+  std::vector<uint8_t> bad = good;
+  bad[sizeof(wire::EthHdr) + offsetof(wire::Ipv4Hdr, checksum)] ^= 0xff;
+  rte_mbuf* pkts[3] = {mbuf_of(good), mbuf_of(bad), mbuf_of(good)};
+  const rte_mbuf* cut = pkts[2];
+  hop.admit(pkts, 3, 0);
+  const HopCounters k = hop.counters();
+  EXPECT_EQ(k.hop_drops[size_t(HopDrop::kUntrimmable)], 1u);
+  EXPECT_EQ(k.trims, 1u);
+  EXPECT_EQ(k.total_drops(), 1u);
+  // The third frame's header is out after its own serialisation only.
+  Sink sink;
+  sink.take(hop, serialise_ns(good.size() - kPayload - wire::kIcrcLen));
+  ASSERT_EQ(sink.got.size(), 1u);
+  EXPECT_EQ(sink.got[0], cut);
+  sink.take(hop, 1'000 * kUs);
+  EXPECT_EQ(sink.got.size(), 2u);
+}
+
 TEST(EmulatedHop, MarksCeAndKeepsTheIpv4ChecksumAndIcrcValid) {
   HopConfig c = gbps1(0);
   c.link.ecn_threshold_bytes = 1 << 10;
