@@ -32,16 +32,24 @@ bool find_l3(std::span<const uint8_t> frame, L3* l3) {
   return false;
 }
 
-// Rewrites DSCP/ECN; an IPv4 checksum is recomputed from scratch.
+// Sets the 16-bit word at `offset` of an IPv4 header and updates the
+// checksum for that change alone (RFC 1624, eqn. 3), so a header with
+// options stays covered whole, as a switch would leave it.
+void set_ipv4_word(uint8_t* ip, size_t offset, uint16_t value) {
+  uint8_t* checksum = ip + offsetof(Ipv4Hdr, checksum);
+  uint32_t sum = uint32_t{static_cast<uint16_t>(~get_be16(checksum))} +
+                 static_cast<uint16_t>(~get_be16(ip + offset)) + value;
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  put_be16(ip + offset, value);
+  put_be16(checksum, static_cast<uint16_t>(~sum));
+}
+
+// Rewrites DSCP/ECN (and an IPv4 checksum with them).
 void set_tos(uint8_t* ip, IpVersion version, uint8_t dscp, uint8_t ecn) {
   const uint8_t tos = static_cast<uint8_t>(dscp << 2 | ecn);
   if (version == IpVersion::kV4) {
-    auto h = load<Ipv4Hdr>(ip);
-    h.tos = tos;
-    h.checksum.set(0);
-    store(ip, h);
-    h.checksum.set(static_cast<uint16_t>(~ipv4_header_sum(ip)));
-    store(ip, h);
+    set_ipv4_word(ip, 0, static_cast<uint16_t>(ip[offsetof(Ipv4Hdr, version_ihl)] << 8 | tos));
   } else {
     auto h = load<Ipv6Hdr>(ip);
     h.version_tc_flow.set((h.version_tc_flow.get() & 0xf00fffff) | uint32_t{tos} << 20);
@@ -65,9 +73,7 @@ size_t trim(std::span<uint8_t> frame, const DscpConfig& dscp) {
   const size_t l3_len = new_len - l3.offset;
   size_t udp_offset;
   if (l3.version == IpVersion::kV4) {
-    auto h = load<Ipv4Hdr>(ip);
-    h.total_length.set(static_cast<uint16_t>(l3_len));
-    store(ip, h);
+    set_ipv4_word(ip, offsetof(Ipv4Hdr, total_length), static_cast<uint16_t>(l3_len));
     udp_offset = l3.offset + sizeof(Ipv4Hdr);
   } else {
     auto h = load<Ipv6Hdr>(ip);

@@ -103,6 +103,35 @@ TEST(MarkCe, SetsCeOnEcnCapablePacketsAndKeepsThemValid) {
   }
 }
 
+// What a switch forwards is not always softmrcd's: an IPv4 header with
+// options (IHL 6, Router Alert) keeps a checksum over all of it.
+TEST(MarkCe, KeepsTheChecksumOfAnIpv4HeaderWithOptions) {
+  std::vector<uint8_t> frame(sizeof(EthHdr) + 24 + sizeof(UdpHdr) + 100, 0);
+  put_be16(frame.data() + offsetof(EthHdr, ether_type), kEtherTypeIpv4);
+  uint8_t* ip = frame.data() + sizeof(EthHdr);
+  ip[offsetof(Ipv4Hdr, version_ihl)] = 0x46;
+  ip[offsetof(Ipv4Hdr, tos)] = 26 << 2 | kEcnEct0;
+  put_be16(ip + offsetof(Ipv4Hdr, total_length), static_cast<uint16_t>(frame.size() - 14));
+  ip[offsetof(Ipv4Hdr, ttl)] = 64;
+  ip[offsetof(Ipv4Hdr, protocol)] = kIpProtoUdp;
+  ip[12] = ip[16] = 10;
+  ip[15] = 1;
+  ip[19] = 2;
+  put_be16(ip + 20, 0x9404);  // Router Alert
+  // The one's-complement sum of all 12 words: 0xffff when the checksum is right.
+  const auto sum = [ip] {
+    uint32_t s = 0;
+    for (size_t i = 0; i < 24; i += 2) s += get_be16(ip + i);
+    while (s >> 16) s = (s & 0xffff) + (s >> 16);
+    return s;
+  };
+  put_be16(ip + offsetof(Ipv4Hdr, checksum), static_cast<uint16_t>(~sum()));
+  ASSERT_EQ(sum(), 0xffffu);
+  ASSERT_TRUE(mark_ce(frame));
+  EXPECT_EQ(ip[offsetof(Ipv4Hdr, tos)], 26 << 2 | kEcnCe);
+  EXPECT_EQ(sum(), 0xffffu);
+}
+
 TEST(MarkCe, LeavesNotEctPacketsAlone) {
   const FrameSpec f = make_frame(IpVersion::kV6, EvMode::kUdp);
   auto frame = build(f, make_transport(Opcode::kAck), {}, {48, kEcnNotEct});
