@@ -190,7 +190,7 @@ void FabricProcess::log_status(uint64_t now) {
 void FabricProcess::summarize(uint64_t now, const char* why) {
   std::printf("smrc-fabric: stopped (%s) at t=%.3fs\n", why, now / 1e9);
   for (auto& l : links_) {  // their lcores have stopped
-    l->publish(now);
+    l->finish(now);
     softmrcd::LinkSnapshot s;
     l->snapshot().read([&](const softmrcd::LinkSnapshot& x) { s = x; });
     std::printf("smrc-fabric: link %u: %s\n", l->index(),

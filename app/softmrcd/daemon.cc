@@ -568,10 +568,7 @@ void Daemon::report_recoveries(const std::vector<EndpointSnapshot>& snaps) {
 }
 
 int Daemon::summarize(uint64_t now) {
-  for (auto& l : links_) {  // their lcores have stopped
-    l->publish(now);
-    l->finish(now);
-  }
+  for (auto& l : links_) l->finish(now);  // their lcores have stopped
   const std::vector<EndpointSnapshot> snaps = snapshots();
   TxgenCounters t;
   for (const EndpointSnapshot& s : snaps) {

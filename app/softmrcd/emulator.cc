@@ -93,6 +93,8 @@ const char* hop_drop_name(HopDrop d) {
       return "rx_ring_full";
     case HopDrop::kUntrimmable:
       return "untrimmable";
+    case HopDrop::kAtShutdown:
+      return "at_shutdown";
     case HopDrop::kCount:
       break;
   }
@@ -121,15 +123,18 @@ const char* EmulatedHop::init(const HopConfig& cfg) {
   return nullptr;
 }
 
-// Frees every frame held; a link going down also counts them as its drops.
-void EmulatedHop::free_held(bool count_link_down) {
+void EmulatedHop::free_held() {
   for (Fifo* f : {&data_, &priority_}) {
     while (!f->empty()) {
       rte_pktmbuf_free(f->front().m);
-      if (count_link_down) link_.count_drop(fabric::DropReason::kLinkDown);
       f->pop();
     }
   }
+}
+
+void EmulatedHop::clear() {
+  counters_.hop_drops[size_t(HopDrop::kAtShutdown)] += held();
+  free_held();
 }
 
 void EmulatedHop::admit(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ns) {
@@ -242,7 +247,10 @@ void EmulatedHop::account_delivered(rte_mbuf** pkts, const uint32_t* payload, ui
 
 void EmulatedHop::set_up(bool up, uint64_t now_ns) {
   if (up == link_.up()) return;
-  if (!up) free_held(true);
+  if (!up) {
+    for (uint32_t i = held(); i > 0; --i) link_.count_drop(fabric::DropReason::kLinkDown);
+    free_held();
+  }
   link_.set_up(up, now_ns);
 }
 

@@ -16,7 +16,8 @@
 // order at a fixed propagation delay, so release only looks at two heads.
 // It holds at most delay_line_packets frames; a frame beyond that is
 // dropped and counted (delay_line_full), so memory is bounded and sized at
-// init(). Going down loses every frame held, as a cut cable would.
+// init(). Going down loses every frame held, as a cut cable would; so does
+// the end of the run (counted apart), so that what a hop took adds up.
 //
 // Faults are calls between bursts: down/up, blackhole (the whole hop or
 // chosen EVs), random loss, rate factor. The EV a switch reads is the UDP
@@ -47,6 +48,7 @@ enum class HopDrop : uint8_t {
   kDelayLineFull,  // the hop already holds delay_line_packets frames
   kRxRingFull,     // the receiving port took no more at delivery time
   kUntrimmable,    // the queue would trim it, but the frame cannot be cut
+  kAtShutdown,     // still held when the run stopped
   kCount,
 };
 const char* hop_drop_name(HopDrop d);
@@ -98,8 +100,8 @@ class EmulatedHop {
 
   // nullptr on success, else a reason naming the field.
   const char* init(const HopConfig& cfg);
-  // Frees every frame held.
-  void clear() { free_held(false); }
+  // Frees every frame held, counted as dropped at_shutdown.
+  void clear();
 
   // Takes ownership of pkts[0, n).
   void admit(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ns);
@@ -160,7 +162,7 @@ class EmulatedHop {
 
   void admit_one(rte_mbuf* m, uint64_t now_ns);
   bool trim(rte_mbuf* m);
-  void free_held(bool count_link_down);
+  void free_held();
   uint16_t take_due(uint64_t now_ns, rte_mbuf** out, uint32_t* payload);
   void account_delivered(rte_mbuf** pkts, const uint32_t* payload, uint16_t sent, uint16_t n);
 

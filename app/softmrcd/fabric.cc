@@ -319,6 +319,12 @@ void Link::poll(uint64_t now_ns) {
   if (now_ns >= next_snapshot_ns_) publish(now_ns);
 }
 
+void Link::finish(uint64_t now_ns) {
+  for (Hop& h : hops_) h.emu.clear();
+  trace_.finish(now_ns);
+  publish(now_ns);
+}
+
 void Link::publish(uint64_t now_ns) {
   LinkSnapshot& s = snapshot_.back();
   s.at_ns = now_ns;

@@ -97,8 +97,9 @@ class Link {
   // data frame and an ACK serialised at its rate.
   uint64_t base_rtt_ns(uint32_t plane) const;
 
-  // Control thread, after the lcores stopped: closes the open captures.
-  void finish(uint64_t now_ns) { trace_.finish(now_ns); }
+  // Control thread, after the lcores stopped: drops what the hops still
+  // hold (at_shutdown), closes the open captures and publishes the counters.
+  void finish(uint64_t now_ns);
   const DeliveryTrace& trace() const { return trace_; }
   const PlaneFault& fault(uint32_t capture) const { return faults_[capture]; }
 

@@ -354,6 +354,28 @@ TEST(EmulatedHop, HoldsAtMostItsDelayLineAndFreesEverything) {
   EXPECT_EQ(rte_mempool_avail_count(kEal->pool), before);
 }
 
+// The run's end drops what the delay line still holds, counted, so that
+// what a hop took adds up to what it delivered and dropped.
+TEST(EmulatedHop, WhatItHoldsAtTheEndIsDroppedAtShutdown) {
+  const unsigned before = rte_mempool_avail_count(kEal->pool);
+  EmulatedHop hop;
+  ASSERT_EQ(hop.init(gbps1(50 * kUs)), nullptr);
+  const std::vector<uint8_t> frame = build({});
+  rte_mbuf* pkts[5];
+  for (rte_mbuf*& m : pkts) m = mbuf_of(frame);
+  hop.admit(pkts, 5, 0);
+  {
+    Sink sink;
+    sink.take(hop, 2 * serialise_ns(frame.size()) + 50 * kUs);
+    EXPECT_EQ(sink.got.size(), 2u);
+  }
+  hop.clear();
+  const HopCounters c = hop.counters();
+  EXPECT_EQ(c.hop_drops[size_t(HopDrop::kAtShutdown)], 3u);
+  EXPECT_EQ(c.packets + c.total_drops(), 5u);
+  EXPECT_EQ(rte_mempool_avail_count(kEal->pool), before);
+}
+
 TEST(EmulatedHop, GoingDownLosesWhatItHolds) {
   const unsigned before = rte_mempool_avail_count(kEal->pool);
   EmulatedHop hop;
