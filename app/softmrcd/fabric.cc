@@ -1,6 +1,7 @@
 // The in-process fabric (see fabric.h).
 #include "softmrcd/fabric.h"
 
+#include <rte_cycles.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 
@@ -297,6 +298,7 @@ void Link::poll(uint64_t now_ns) {
   rte_mbuf* pkts[kBurst];
   uint64_t payload = 0;
   for (Hop& hop : hops_) {
+    if (hop.from.port != nullptr) poll_port_link(hop, now_ns);
     for (int b = 0; b < kMaxBurstsPerPass; ++b) {
       const uint16_t n = hop.from.ring != nullptr
                              ? static_cast<uint16_t>(rte_ring_dequeue_burst(
@@ -323,6 +325,22 @@ void Link::finish(uint64_t now_ns) {
   for (Hop& h : hops_) h.emu.clear();
   trace_.finish(now_ns);
   publish(now_ns);
+}
+
+// A standalone link's ports are polled by nothing else: their links are
+// read here too. A memif server whose client said farewell takes nothing
+// until it has seen that client go and a new one come (a restarted
+// endpoint), which only poll_link() notices.
+void Link::poll_port_link(Hop& hop, uint64_t now_ns) {
+  port::EthdevPort& port = *hop.from.port;
+  if (!port.poll_link(rte_rdtsc())) return;
+  const auto h = static_cast<uint32_t>(&hop - hops_.data());
+  std::printf("%s: t=%.3fs link %u plane %u side %s: port %s %s\n", program_, now_ns / 1e9, index_,
+              h / 2, h % 2 == 0 ? "a" : "b", port.name().c_str(),
+              port.link_up()        ? "up"
+              : port.peer_closing() ? "down (its peer closed)"
+                                    : "down");
+  std::fflush(stdout);
 }
 
 void Link::publish(uint64_t now_ns) {

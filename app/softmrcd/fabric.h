@@ -25,7 +25,8 @@
 // summary measures how goodput came through (measure_recovery()).
 //
 // Threads: create()/join()/destroy() on the control thread; poll() on the
-// link's lcore; request() from any thread (it only queues the change for
+// link's lcore (a standalone link's ports, their links included, are
+// polled there only); request() from any thread (it only queues the change for
 // poll()); stats through a Published snapshot; finish() and trace() once
 // the lcores have stopped.
 #pragma once
@@ -125,6 +126,8 @@ class Link {
   bool init(const HopEnd (&rx)[2][engine::kMaxPlanes], const HopEnd (&tx)[2][engine::kMaxPlanes],
             uint64_t snapshot_ms, std::string* err);
   void apply(const LinkEvent& e, uint64_t now_ns);
+  // Standalone: reads the link of the port `hop` receives from.
+  void poll_port_link(Hop& hop, uint64_t now_ns);
   bool set_plane_up(uint32_t plane, bool up, uint64_t now_ns);
   bool in_service(uint32_t plane) const;
   // schedule_from first_frame: the schedule's times count from now.

@@ -25,6 +25,9 @@ the shared EAL config that memif needs), and checks what both say.
                   telemetry; every byte verified, all three exit 0, and
                   the fabric's own
                   summary shows the losses, trims and link-down drops
+  fabric_restart  a and b as memif clients of smrc-fabric, a transfer, both
+                  stop (saying farewell to the fabric's ports); a second
+                  pair on the same ports gets its transfer through too
   fabric_srv6     a and b as memif clients of smrc-fabric, 2 planes, in
                   SRv6 mode (the fabric's link ev_mode srv6, so its
                   planes route on and shift the uSID path), one path
@@ -540,6 +543,42 @@ def case_fabric_srv6(args):
     hops = fabric_summary(f.output())
     check(hops[(1, 'a_to_b')].get('ev_blackhole', 0) > 0,
           f'nothing on path uSID 0xc004 was dropped: {hops}', out)
+
+
+def case_fabric_restart(args):
+    """Endpoints that stop cleanly say farewell to smrc-fabric's memif
+    servers, which then take nothing until their client has gone and a
+    new one connected: a second pair of endpoints, started on the same
+    ports, gets its transfer through the fabric that is still running."""
+    planes = 2
+    traffic = [{'from': 'a', 'to': 'b', 'qps': 1, 'op': 'wimm', 'size': 16384, 'window': 8,
+                'messages': 100}]
+    f, ports = start_fabric(args, '2p_restart_f', planes, {'rate_gbps': 1},
+                            {'snapshot_ms': 20, 'log_interval_ms': 0})
+    a = b = None
+    try:
+        for run in (1, 2):
+            a = daemon(args, f'restart{run}', 'a', ports['a'], traffic).start()
+            b = daemon(args, f'restart{run}', 'b', ports['b'], traffic).start()
+            code_a, code_b = wait_both(a, b)
+            check_done(a, b, code_a, code_b)
+            # The fabric saw both clients go, with their farewells.
+            sides = {f.read_until(r'smrc-fabric: t=[\d.]+s link 0 plane 0 side (a|b): port \S+ '
+                                  r'down \(its peer closed\)$').group(1) for _ in range(2)}
+            check(sides == {'a', 'b'}, f'farewells from {sides}', f.output())
+        f.proc.send_signal(signal.SIGTERM)
+        code_f = f.wait(10)
+    except Failure as e:
+        raise Failure(str(e) + '\n--- fabric ---\n' + f.output() + '\n' +
+                      (final_output(a, b) if a else '')) from None
+    finally:
+        for d in (f, a, b):
+            if d:
+                d.kill()
+    check(code_f == 0, f'fabric exit status {code_f}', f.output())
+    for line in f.output().splitlines():
+        if re.match(r'smrc-fabric: (link|t=[\d.]+s link 0 plane \d side)', line):
+            print(f'fabric: {line}')
 
 
 def good_fabric_config(planes=3):
