@@ -52,7 +52,8 @@ void read_plane_fabric(Map& m, PlaneFabricSpec* p) {
 }
 
 // Schedule entries: one change each, in time order; `for_ms` adds the
-// change that undoes it.
+// change that undoes it, before the entries made at the same time (which it
+// would cancel: loss 0.5 for 1000 ms, then loss 0.2 at that end).
 void read_schedule(Map& m, const std::vector<PlaneFabricSpec>& planes, uint32_t num_planes,
                    std::vector<LinkEvent>* out) {
   const YAML::Node sched = m.list("schedule");
@@ -129,7 +130,7 @@ void read_schedule(Map& m, const std::vector<PlaneFabricSpec>& planes, uint32_t 
     }
     s.done();
   }
-  out->insert(out->end(), undo.begin(), undo.end());
+  out->insert(out->begin(), undo.begin(), undo.end());
   std::stable_sort(out->begin(), out->end(),
                    [](const LinkEvent& x, const LinkEvent& y) { return x.at_ns < y.at_ns; });
 }

@@ -141,6 +141,29 @@ TEST(Numbers, AsTheReadersSeeThem) {
   EXPECT_EQ(fab.links[0].fabric.planes[0].link.rate_mbps, 2500u);
 }
 
+// An undo (for_ms) falls due with the entry after it: the entry wins.
+TEST(Schedule, AnEntryAtTheEndOfAnotherIsNotUndone) {
+  smrc_fabric::FabricConfig fab;
+  ASSERT_EQ(fabric_error("links:\n"
+                         "  - a: [net_null0]\n"
+                         "    b: [net_null1]\n"
+                         "    schedule:\n"
+                         "      - {at_ms: 1000, plane: 0, loss: 0.5, for_ms: 1000}\n"
+                         "      - {at_ms: 2000, plane: 0, loss: 0.2}\n"
+                         "      - {at_ms: 3000, plane: 0, state: down, for_ms: 1000}\n"
+                         "      - {at_ms: 4000, plane: 0, state: down}\n",
+                         &fab),
+            "accepted");
+  const std::vector<LinkEvent>& s = fab.links[0].fabric.schedule;
+  ASSERT_EQ(s.size(), 6u);
+  EXPECT_EQ(s[2].at_ns, 2'000'000'000u);
+  EXPECT_EQ(s[2].action, LinkAction::kLoss);
+  EXPECT_DOUBLE_EQ(s[2].value, 0.2);
+  EXPECT_EQ(s[4].action, LinkAction::kUp);
+  EXPECT_EQ(s[5].at_ns, 4'000'000'000u);
+  EXPECT_EQ(s[5].action, LinkAction::kDown);
+}
+
 TEST(Mac, SixHexPairs) {
   const auto peer_mac = [](const std::string& mac) {
     return "endpoints:\n"
