@@ -670,7 +670,8 @@ def case_fabric_bad_config(args):
             failures.append(f'{argv}: exit {r.returncode}, stderr {r.stderr.strip()!r}')
     r = subprocess.run([args.smrc_fabric, '--help'], capture_output=True, text=True, timeout=15,
                        check=False)
-    if r.returncode != 0 or '--duration-ms N' not in r.stdout or 'net_memif' not in r.stdout:
+    if (r.returncode != 0 or '--duration-ms N' not in r.stdout or 'net_memif' not in r.stdout
+            or '0 (the default): run until SIGINT or' not in r.stdout):
         failures.append(f'--help: exit {r.returncode}, {r.stdout!r}')
     # A good file runs, forwards nothing on net_null, and stops by itself.
     f = fabric(args, 'fabric_good', good_fabric_config())
