@@ -1,9 +1,9 @@
 // YAML accessors that name the key in every error; see config_node.h.
 #include "fabric/config_node.h"
 
-#include <cerrno>
+#include <charconv>
 #include <cmath>
-#include <cstdlib>
+#include <map>
 #include <sstream>
 
 namespace softmrc::fabric {
@@ -41,8 +41,23 @@ ConfigNode ConfigNode::parse(const std::string& text) {
   }
 }
 
+// Keys are names, each given once: yaml-cpp keeps a second one, which every
+// lookup passes over, and takes a list or mapping as a key too.
 ConfigNode::ConfigNode(const YAML::Node& node, std::string path)
-    : node_(node), path_(std::move(path)) {}
+    : node_(node), path_(std::move(path)) {
+  if (!node_.IsMap()) return;
+  std::map<std::string, int> line_of;
+  for (const auto& kv : node_) {
+    const int line = kv.first.Mark().line + 1;
+    if (!kv.first.IsScalar())
+      throw ConfigError((path_.empty() ? "" : path_ + ": ") + "the key on line " +
+                        std::to_string(line) + " is a list or mapping, not a name");
+    const auto [first, fresh] = line_of.emplace(kv.first.Scalar(), line);
+    if (!fresh)
+      fail(kv.first.Scalar().c_str(), "is given twice (lines " + std::to_string(first->second) +
+                                          " and " + std::to_string(line) + ")");
+  }
+}
 
 std::string ConfigNode::key_path(const char* key) const {
   return path_.empty() ? key : path_ + "." + key;
@@ -105,10 +120,10 @@ double ConfigNode::number(const char* key, double lo, double hi) const {
     fail(key, "missing (a number in [" + format_number(lo) + ", " + format_number(hi) +
                   "] is required)");
   const std::string s = scalar(key);
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size() || errno != 0 || !std::isfinite(v) || v < lo ||
+  // Unlike strtod, from_chars takes no space, '+' or hex float.
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || end != s.data() + s.size() || ec != std::errc() || !std::isfinite(v) || v < lo ||
       v > hi)
     fail(key, "must be a number in [" + format_number(lo) + ", " + format_number(hi) + "], got '" +
                   s + "'");
@@ -123,11 +138,10 @@ uint64_t ConfigNode::integer(const char* key, uint64_t lo, uint64_t hi) const {
   const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   if (!has(key)) fail(key, "missing (an integer in " + range + " is required)");
   const std::string s = scalar(key);
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (s.empty() || s[0] == '-' || s[0] == '+' || end != s.c_str() + s.size() || errno != 0 ||
-      v < lo || v > hi)
+  // Unlike strtoull, from_chars takes no space or sign: " -1" is no 2^64-1.
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || end != s.data() + s.size() || ec != std::errc() || v < lo || v > hi)
     fail(key, "must be an integer in " + range + ", got '" + s + "'");
   return v;
 }
@@ -164,7 +178,7 @@ size_t ConfigNode::choice(const char* key, std::initializer_list<const char*> op
 void ConfigNode::only(std::initializer_list<const char*> keys) const {
   if (!node_.IsMap()) return;
   for (const auto& kv : node_) {
-    const std::string k = kv.first.as<std::string>();
+    const std::string& k = kv.first.Scalar();  // a name: see the constructor
     bool known = false;
     for (const char* allowed : keys) known = known || k == allowed;
     if (!known) {

@@ -3,7 +3,9 @@
 // it ("topology.host_link"), and each accessor checks type and range and
 // throws ConfigError("topology.host_link.gbps: must be a number in [1,
 // 10000], got 'fast'") otherwise. only() rejects keys it does not list, so
-// a misspelt key is an error rather than a silent default.
+// a misspelt key is an error rather than a silent default; a key given
+// twice, or one that is a list or mapping, is an error too. Numbers are
+// decimal: no hex, no sign on an integer, no space around.
 //
 // Used where configuration enters (topologies, fault schedules, scenarios);
 // nothing on a packet path sees YAML.

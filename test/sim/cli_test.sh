@@ -45,6 +45,8 @@ expect 2 "--transport: must be mrc, roce or both (got 'ib')" "$tmp/tiny.yaml" --
 expect 2 "unrecognized option" "$tmp/tiny.yaml" --bogus
 expect 2 "$tmp/missing.yaml: cannot read the file" "$tmp/missing.yaml"
 expect 2 "bad.yaml: workload.pattern: must be one of" "$tmp/bad.yaml"
+printf 'topology: {hosts: 4, radix: 4}\n? [x]\n: 1\n' >"$tmp/key.yaml"
+expect 2 "key.yaml: the key on line 2 is a list or mapping, not a name" "$tmp/key.yaml"
 expect 2 "--trace needs a single run" "$tmp/tiny.yaml" --trace "$tmp/t.trace"
 
 expect 0 "every step completed" "$tmp/tiny.yaml" --seeds 2 --jobs 2 --out "$tmp/out" --no-progress

@@ -2,6 +2,7 @@
 // readers, including that every error names its key.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 #include "fabric/config.h"
@@ -201,6 +202,39 @@ TEST(Config, EveryErrorNamesItsKey) {
             "faults[0].loss: does not apply to a link_down fault");
   EXPECT_EQ(error_of("faults: {type: link_down}"), "faults: must be a list");
   EXPECT_NE(error_of("topology: [1, 2").find("line 1"), std::string::npos);
+}
+
+// What yaml-cpp and strtod would let through: a key twice (the second
+// silently lost), a key that is no name, hex floats, a signed or spaced
+// integer (" -1" wrapped to 2^64-1).
+TEST(Config, KeysAreNamesGivenOnceAndNumbersDecimal) {
+  EXPECT_EQ(error_of("topology: {hosts: 16, radix: 8}\nname: t\ntopology: {hosts: 8, radix: 4}"),
+            "topology: is given twice (lines 1 and 3)");
+  EXPECT_EQ(error_of("topology:\n  hosts: 16\n  radix: 8\n  hosts: 8\n"),
+            "topology.hosts: is given twice (lines 2 and 4)");
+  EXPECT_EQ(error_of("topology: {hosts: 16, radix: 8}\n? [x]\n: 1\n"),
+            "the key on line 2 is a list or mapping, not a name");
+  EXPECT_EQ(error_of("topology: {hosts: 16, radix: 8, host_link: {? {a: 1} : 2}}"),
+            "topology.host_link: the key on line 1 is a list or mapping, not a name");
+  EXPECT_EQ(error_of("topology: {hosts: 16, radix: 8, oversubscription: 0x1p1}"),
+            "topology.oversubscription: must be a number in [0.1, 64], got '0x1p1'");
+  for (const char* v : {"' 2'", "'+2'", "'2 '", "inf"})
+    EXPECT_EQ(error_of(std::string("topology: {hosts: 16, radix: 8, oversubscription: ") + v + "}"),
+              std::string("topology.oversubscription: must be a number in [0.1, 64], got '") +
+                  (v[0] == '\'' ? std::string(v + 1, std::strlen(v) - 2) : v) + "'")
+        << v;
+  for (const char* v : {" -1", "-1", "+1", " 1", "0x10", "18446744073709551616"})
+    EXPECT_EQ(error_of(std::string("topology: {hosts: 16, radix: 8, hash_seed: '") + v + "'}"),
+              std::string("topology.hash_seed: must be an integer in [0, 18446744073709551615], "
+                          "got '") +
+                  v + "'")
+        << v;
+  const TopologyConfig c =
+      read_topology(ConfigNode::parse("topology: {hosts: 16, radix: 8, oversubscription: 1.5e0, "
+                                      "hash_seed: 18446744073709551615}")
+                        .map("topology"));
+  EXPECT_DOUBLE_EQ(c.oversubscription, 1.5);
+  EXPECT_EQ(c.hash_seed, UINT64_MAX);
 }
 
 TEST(Config, FaultsOfEveryKind) {
