@@ -48,7 +48,13 @@ TopologyConfig read_topology(const ConfigNode& n) {
   const ConfigNode q = n.map_or_empty("switch_queue");
   q.only({"buffer_kib", "ecn_kib", "priority_kib", "overflow"});
   c.buffer_bytes = kib(q, "buffer_kib", 1, 256);
+  // 0: never marks, as softmrcd's ecn_kib.
   c.ecn_threshold_bytes = kib(q, "ecn_kib", 0, 64);
+  if (c.ecn_threshold_bytes == 0) c.ecn_threshold_bytes = kUnbounded;
+  if (c.ecn_threshold_bytes != kUnbounded && c.ecn_threshold_bytes >= c.buffer_bytes)
+    q.fail("ecn_kib", "must be below buffer_kib (" + q.text("buffer_kib", "256") +
+                          "): no packet would be marked, got '" + q.text("ecn_kib", "64") + "'" +
+                          (q.has("ecn_kib") ? "" : " (the default)"));
   c.priority_buffer_bytes = kib(q, "priority_kib", 0.25, 64);
   c.overflow = q.choice("overflow", {"drop", "trim"}, 1) == 0 ? Overflow::kDrop : Overflow::kTrim;
   c.ev_routing = n.choice("ev_routing", {"hash", "structured"}, 0) == 0 ? EvRouting::kHash

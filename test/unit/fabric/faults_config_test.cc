@@ -174,6 +174,26 @@ topology:
   EXPECT_EQ(c.reroute_ns, 50'000u);
 }
 
+// ecn_kib as softmrcd reads it: 0 never marks, and a threshold the buffer
+// never reaches is a mistake.
+TEST(Config, EcnThresholdZeroNeverMarksAndMustBeBelowTheBuffer) {
+  const auto queue = [](const std::string& q) {
+    return read_topology(
+        ConfigNode::parse("topology: {hosts: 16, radix: 8, switch_queue: {" + q + "}}")
+            .map("topology"));
+  };
+  EXPECT_EQ(queue("ecn_kib: 0").ecn_threshold_bytes, kUnbounded);
+  EXPECT_EQ(queue("ecn_kib: 0.5").ecn_threshold_bytes, 512u);
+  EXPECT_EQ(queue("").ecn_threshold_bytes, 64u << 10);
+  EXPECT_EQ(error_of("topology: {hosts: 16, radix: 8, switch_queue: {buffer_kib: 32, ecn_kib: "
+                     "32}}"),
+            "topology.switch_queue.ecn_kib: must be below buffer_kib (32): no packet would be "
+            "marked, got '32'");
+  EXPECT_EQ(error_of("topology: {hosts: 16, radix: 8, switch_queue: {buffer_kib: 16}}"),
+            "topology.switch_queue.ecn_kib: must be below buffer_kib (16): no packet would be "
+            "marked, got '64' (the default)");
+}
+
 TEST(Config, EveryErrorNamesItsKey) {
   EXPECT_EQ(error_of("topology: {hosts: 16, radix: 8, radx: 3}"),
             "topology.radx: unknown key (known here: hosts, planes, radix, oversubscription, "
