@@ -78,23 +78,36 @@ bool is_switch(const FaultTarget& t) {
   return t.form == FaultTarget::Form::kLeaf || t.form == FaultTarget::Form::kSpine;
 }
 
+// Whether two sorted lists share a link.
+bool share(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+  for (size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+    if (a[i] == b[j]) return true;
+    a[i] < b[j] ? ++i : ++j;
+  }
+  return false;
+}
+
 }  // namespace
 
-void apply(const FaultEvent& e, Fabric& fabric, TimeNs now) {
+void FaultSchedule::apply(const FaultEvent& e, Fabric& fabric, TimeNs now) {
   for (uint32_t id : e.links) {
     Link& l = fabric.link(id);
     switch (e.action) {
       case FaultAction::kDown:
+        ++downs_[id];
         fabric.set_link_up(id, false, now);
         break;
       case FaultAction::kUp:
-        fabric.set_link_up(id, true, now);
+        downs_[id] = e.ends && downs_[id] > 0 ? downs_[id] - 1 : 0;
+        if (downs_[id] == 0) fabric.set_link_up(id, true, now);
         break;
       case FaultAction::kBlackholeOn:
+        ++blackholes_[id];
         l.set_blackhole(true);
         break;
       case FaultAction::kBlackholeOff:
-        l.set_blackhole(false);
+        if (blackholes_[id] > 0) --blackholes_[id];
+        l.set_blackhole(blackholes_[id] != 0);
         break;
       case FaultAction::kLoss:
         l.set_loss_rate(e.value);
@@ -106,10 +119,14 @@ void apply(const FaultEvent& e, Fabric& fabric, TimeNs now) {
   }
 }
 
+// After the events due at the same time, or before the first start among
+// them for an end: an end never cancels what starts when it falls.
 void FaultSchedule::push(FaultEvent e) {
   const auto it =
-      std::upper_bound(events_.begin() + static_cast<std::ptrdiff_t>(next_), events_.end(), e.at_ns,
-                       [](TimeNs at, const FaultEvent& x) { return at < x.at_ns; });
+      std::upper_bound(events_.begin() + static_cast<std::ptrdiff_t>(next_), events_.end(), e,
+                       [](const FaultEvent& x, const FaultEvent& y) {
+                         return x.at_ns < y.at_ns || (x.at_ns == y.at_ns && x.ends && !y.ends);
+                       });
   events_.insert(it, std::move(e));
 }
 
@@ -124,35 +141,53 @@ std::string FaultSchedule::add(const FaultSpec& s, const Topology& topo) {
     return fail(std::string(fault_kind_name(s.kind)) +
                 " needs a link: host, leaf and spine, or all_fabric_links (use switch_down for a "
                 "switch)");
+  if (sw && s.target.direction != Direction::kBoth)
+    return fail("direction: a switch's faults take every link into and out of it");
+  const bool undone =
+      s.kind != FaultKind::kLinkUp && s.kind != FaultKind::kSwitchUp && s.kind != FaultKind::kFlap;
+  if (s.for_ns != kNever && !undone)
+    return fail(std::string("for_us: a ") + fault_kind_name(s.kind) +
+                " fault is not undone (only link_down, switch_down, blackhole, gray and degrade "
+                "are)");
   if (s.for_ns != kNever && s.for_ns == 0) return fail("for_us: must be above 0");
   const std::string name = std::string(fault_kind_name(s.kind)) + " " + target_name(s.target);
   const TimeNs end = s.for_ns == kNever ? kNever : s.at_ns + s.for_ns;
-  const auto event = [&](TimeNs at, FaultAction a, double v, const char* suffix) {
-    push(FaultEvent{at, a, v, links, name + suffix});
+  const bool setting = s.kind == FaultKind::kGray || s.kind == FaultKind::kDegrade;
+  std::vector<uint32_t> sorted;
+  if (setting) {
+    sorted = links;
+    std::sort(sorted.begin(), sorted.end());
+    for (const Setting& o : settings_)
+      if (o.kind == s.kind && s.at_ns < o.to_ns && o.from_ns < end && share(o.links, sorted))
+        return fail("overlaps " + o.where + " on a link: one " + fault_kind_name(s.kind) +
+                    " fault per link at a time");
+  }
+  const auto event = [&](TimeNs at, FaultAction a, double v, bool ends, const char* suffix) {
+    push(FaultEvent{at, a, v, ends, links, name + suffix});
   };
   switch (s.kind) {
     case FaultKind::kLinkDown:
     case FaultKind::kSwitchDown:
-      event(s.at_ns, FaultAction::kDown, 0, "");
-      if (end != kNever) event(end, FaultAction::kUp, 0, ": back up");
+      event(s.at_ns, FaultAction::kDown, 0, false, "");
+      if (end != kNever) event(end, FaultAction::kUp, 0, true, ": back up");
       break;
     case FaultKind::kLinkUp:
     case FaultKind::kSwitchUp:
-      event(s.at_ns, FaultAction::kUp, 0, "");
+      event(s.at_ns, FaultAction::kUp, 0, false, "");
       break;
     case FaultKind::kBlackhole:
-      event(s.at_ns, FaultAction::kBlackholeOn, 0, "");
-      if (end != kNever) event(end, FaultAction::kBlackholeOff, 0, ": over");
+      event(s.at_ns, FaultAction::kBlackholeOn, 0, false, "");
+      if (end != kNever) event(end, FaultAction::kBlackholeOff, 0, true, ": over");
       break;
     case FaultKind::kGray:
       if (!(s.loss > 0 && s.loss <= 1)) return fail("loss: must be in (0, 1]");
-      event(s.at_ns, FaultAction::kLoss, s.loss, "");
-      if (end != kNever) event(end, FaultAction::kLoss, 0, ": over");
+      event(s.at_ns, FaultAction::kLoss, s.loss, false, "");
+      if (end != kNever) event(end, FaultAction::kLoss, 0, true, ": over");
       break;
     case FaultKind::kDegrade:
       if (!(s.rate_factor > 0 && s.rate_factor < 1)) return fail("rate: must be in (0, 1)");
-      event(s.at_ns, FaultAction::kRate, s.rate_factor, "");
-      if (end != kNever) event(end, FaultAction::kRate, 1, ": over");
+      event(s.at_ns, FaultAction::kRate, s.rate_factor, false, "");
+      if (end != kNever) event(end, FaultAction::kRate, 1, true, ": over");
       break;
     case FaultKind::kFlap:
       if (s.period_ns == 0) return fail("period_us: must be above 0");
@@ -161,11 +196,14 @@ std::string FaultSchedule::add(const FaultSpec& s, const Topology& topo) {
       if (s.count == 0) return fail("count: must be at least 1");
       for (uint32_t i = 0; i < s.count; ++i) {
         const TimeNs t = s.at_ns + i * s.period_ns;
-        event(t, FaultAction::kDown, 0, ": down");
-        event(t + s.down_ns, FaultAction::kUp, 0, ": up");
+        event(t, FaultAction::kDown, 0, false, ": down");
+        event(t + s.down_ns, FaultAction::kUp, 0, true, ": up");
       }
       break;
   }
+  if (setting) settings_.push_back(Setting{s.kind, s.at_ns, end, std::move(sorted), s.where});
+  downs_.resize(std::max<size_t>(downs_.size(), topo.num_links()));
+  blackholes_.resize(downs_.size());
   return {};
 }
 

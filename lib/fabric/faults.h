@@ -9,6 +9,13 @@
 // caller would make, and returns them so the caller can react (tell a NIC
 // its port went down, write a trace line).
 //
+// Faults may overlap. A link is down while any down fault holds it (a
+// link_down, a switch_down, a flap's down time), and blackholed while any
+// blackhole does: the end of one leaves the others in force; link_up and
+// switch_up bring links up whatever holds them down. Two gray, or two
+// degrade, faults on one link at once would each set its loss (rate), so
+// add() refuses the second. An end falls before a start at the same time.
+//
 // Clock-free: the caller says what time it is.
 #pragma once
 
@@ -23,13 +30,13 @@ namespace softmrc::fabric {
 
 enum class FaultKind : uint8_t {
   kLinkDown,    // link(s) down; up again after for_ns if given
-  kLinkUp,      // link(s) up
+  kLinkUp,      // link(s) up, whatever holds them down
   kSwitchDown,  // every link of a switch down; up after for_ns (a reboot)
-  kSwitchUp,
-  kBlackhole,  // link(s) silently drop everything (routing keeps using them)
-  kGray,       // link(s) lose `loss` of their packets at random
-  kFlap,       // link(s) go down for down_ns every period_ns, `count` times
-  kDegrade,    // link(s) run at rate_factor times their rate
+  kSwitchUp,    // its links up, whatever holds them down
+  kBlackhole,   // link(s) silently drop everything (routing keeps using them)
+  kGray,        // link(s) lose `loss` of their packets at random
+  kFlap,        // link(s) go down for down_ns every period_ns, `count` times
+  kDegrade,     // link(s) run at rate_factor times their rate
 };
 const char* fault_kind_name(FaultKind k);
 
@@ -39,7 +46,8 @@ enum class Direction : uint8_t { kBoth, kUp, kDown };  // up: towards the spines
 //   host link   plane, host            (the host's NIC port on that plane)
 //   fabric link plane, leaf, spine
 //   plane       plane, every leaf/spine link of it (all_fabric_links)
-//   switch      plane, leaf or spine   (every link into or out of it)
+//   switch      plane, leaf or spine   (every link into or out of it;
+//               direction kBoth only)
 struct FaultTarget {
   enum class Form : uint8_t { kHostLink, kFabricLink, kPlaneFabric, kLeaf, kSpine };
   Form form = Form::kFabricLink;
@@ -55,7 +63,7 @@ struct FaultSpec {
   FaultKind kind = FaultKind::kLinkDown;
   FaultTarget target;
   TimeNs at_ns = 0;
-  TimeNs for_ns = kNever;  // undone after this long (kNever: never)
+  TimeNs for_ns = kNever;  // undone after this long (kNever: never); not for *_up, flap
   double loss = 0;         // kGray: probability per packet, (0, 1]
   double rate_factor = 1;  // kDegrade: (0, 1)
   TimeNs period_ns = 0;    // kFlap
@@ -68,13 +76,11 @@ enum class FaultAction : uint8_t { kDown, kUp, kBlackholeOn, kBlackholeOff, kLos
 struct FaultEvent {
   TimeNs at_ns = 0;
   FaultAction action = FaultAction::kDown;
-  double value = 0;  // kLoss: probability; kRate: factor
+  double value = 0;   // kLoss: probability; kRate: factor
+  bool ends = false;  // the end of a fault (for_ns over, a flap's up): one hold less
   std::vector<uint32_t> links;
   std::string what;  // "link_down p0 leaf1<->spine2", for traces
 };
-
-// Applies one event to the fabric at `now`.
-void apply(const FaultEvent& e, Fabric& fabric, TimeNs now);
 
 class FaultSchedule {
  public:
@@ -88,10 +94,23 @@ class FaultSchedule {
   std::span<const FaultEvent> apply_due(TimeNs now, Fabric& fabric);
 
  private:
-  void push(FaultEvent e);
+  // A gray or degrade fault's span, to refuse another on its links.
+  struct Setting {
+    FaultKind kind;
+    TimeNs from_ns;
+    TimeNs to_ns;                 // kNever: never undone
+    std::vector<uint32_t> links;  // sorted
+    std::string where;
+  };
 
-  std::vector<FaultEvent> events_;  // stable in time order
+  void push(FaultEvent e);
+  void apply(const FaultEvent& e, Fabric& fabric, TimeNs now);
+
+  std::vector<FaultEvent> events_;  // in time order, ends first at equal times
   size_t next_ = 0;
+  std::vector<Setting> settings_;
+  std::vector<uint32_t> downs_;       // per link: down faults holding it
+  std::vector<uint32_t> blackholes_;  // per link: blackhole faults holding it
 };
 
 }  // namespace softmrc::fabric

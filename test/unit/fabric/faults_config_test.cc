@@ -129,6 +129,105 @@ TEST(FaultSchedule, DegradeAndBlackholeAreUndoneWhenTheyEnd) {
   EXPECT_FALSE(l.blackhole());
 }
 
+// Two down faults on one link: it is up only once neither holds it.
+TEST(FaultSchedule, OverlappingDownsHoldTheLinkUntilTheLastEnds) {
+  Fabric f;
+  ASSERT_EQ(f.init(small()), nullptr);
+  FaultSchedule s;
+  FaultSpec first = link_fault(FaultKind::kLinkDown, 100);
+  first.for_ns = 200;  // to 300
+  FaultSpec second = link_fault(FaultKind::kLinkDown, 200);
+  second.for_ns = 200;  // to 400
+  FaultSpec reboot;     // spine 3, whose links include leaf 2's: 250 to 500
+  reboot.where = "faults[2]";
+  reboot.kind = FaultKind::kSwitchDown;
+  reboot.target.form = FaultTarget::Form::kSpine;
+  reboot.target.plane = 1;
+  reboot.target.spine = 3;
+  reboot.at_ns = 250;
+  reboot.for_ns = 250;
+  for (const FaultSpec& spec : {first, second, reboot}) ASSERT_EQ(s.add(spec, f.topology()), "");
+  const Link& l = f.link(f.topology().leaf_up(1, 2, 3));
+  for (const auto& [at, up] : std::vector<std::pair<TimeNs, bool>>{
+           {100, false}, {300, false}, {400, false}, {499, false}, {500, true}}) {
+    s.apply_due(at, f);
+    EXPECT_EQ(l.up(), up) << at;
+  }
+}
+
+TEST(FaultSchedule, ABlackholeLastsWhileAnyHoldsIt) {
+  Fabric f;
+  ASSERT_EQ(f.init(small()), nullptr);
+  FaultSchedule s;
+  FaultSpec forever = link_fault(FaultKind::kBlackhole, 100);
+  FaultSpec brief = link_fault(FaultKind::kBlackhole, 50);
+  brief.for_ns = 100;
+  ASSERT_EQ(s.add(forever, f.topology()), "");
+  ASSERT_EQ(s.add(brief, f.topology()), "");
+  s.apply_due(1000, f);
+  EXPECT_TRUE(f.link(f.topology().leaf_up(1, 2, 3)).blackhole());
+}
+
+// A fault that starts when another on its links ends is not undone by that
+// end, whichever was written first.
+TEST(FaultSchedule, AnEndFallsBeforeAStartAtTheSameTime) {
+  Fabric f;
+  ASSERT_EQ(f.init(small()), nullptr);
+  FaultSchedule s;
+  FaultSpec later = link_fault(FaultKind::kGray, 500);
+  later.loss = 0.2;
+  FaultSpec earlier = link_fault(FaultKind::kGray, 0);
+  earlier.loss = 0.5;
+  earlier.for_ns = 500;
+  ASSERT_EQ(s.add(later, f.topology()), "");
+  ASSERT_EQ(s.add(earlier, f.topology()), "");
+  s.apply_due(500, f);
+  EXPECT_DOUBLE_EQ(f.link(f.topology().leaf_up(1, 2, 3)).loss_rate(), 0.2);
+}
+
+TEST(FaultSchedule, RefusesWhatItCannotDoAsWritten) {
+  Topology t;
+  ASSERT_EQ(t.init(small()), nullptr);
+  FaultSchedule s;
+  FaultSpec up = link_fault(FaultKind::kLinkUp, 0);
+  up.for_ns = 100;
+  EXPECT_EQ(s.add(up, t),
+            "faults[0]: for_us: a link_up fault is not undone (only link_down, switch_down, "
+            "blackhole, gray and degrade are)");
+  FaultSpec flap = link_fault(FaultKind::kFlap, 0);
+  flap.period_ns = 100;
+  flap.down_ns = 10;
+  flap.count = 2;
+  flap.for_ns = 1000;
+  EXPECT_NE(s.add(flap, t).find("for_us: a flap fault is not undone"), std::string::npos);
+  FaultSpec sw;
+  sw.where = "faults[0]";
+  sw.kind = FaultKind::kSwitchDown;
+  sw.target.form = FaultTarget::Form::kLeaf;
+  sw.target.direction = Direction::kUp;
+  EXPECT_EQ(s.add(sw, t),
+            "faults[0]: direction: a switch's faults take every link into and out "
+            "of it");
+  sw.target.direction = Direction::kBoth;
+  sw.kind = FaultKind::kSwitchUp;
+  sw.for_ns = 5;
+  EXPECT_NE(s.add(sw, t).find("for_us: a switch_up fault is not undone"), std::string::npos);
+  // One loss (or rate) per link at a time.
+  FaultSpec gray = link_fault(FaultKind::kGray, 100);
+  gray.loss = 0.1;
+  gray.for_ns = 100;
+  ASSERT_EQ(s.add(gray, t), "");
+  FaultSpec plane = link_fault(FaultKind::kGray, 150);
+  plane.where = "faults[1]";
+  plane.target.form = FaultTarget::Form::kPlaneFabric;
+  plane.loss = 0.2;
+  EXPECT_EQ(s.add(plane, t),
+            "faults[1]: overlaps faults[0] on a link: one gray fault per link at a time");
+  plane.at_ns = 200;
+  EXPECT_EQ(s.add(plane, t), "");
+  EXPECT_EQ(s.events().size(), 3u);
+}
+
 TEST(FaultSchedule, RefusesTargetsTheTopologyDoesNotHave) {
   Topology t;
   ASSERT_EQ(t.init(small()), nullptr);
