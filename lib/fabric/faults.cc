@@ -152,6 +152,13 @@ std::string FaultSchedule::add(const FaultSpec& s, const Topology& topo) {
   if (s.for_ns != kNever && s.for_ns == 0) return fail("for_us: must be above 0");
   const std::string name = std::string(fault_kind_name(s.kind)) + " " + target_name(s.target);
   const TimeNs end = s.for_ns == kNever ? kNever : s.at_ns + s.for_ns;
+  const uint64_t events =
+      s.kind == FaultKind::kFlap ? 2 * uint64_t{s.count} : 1 + uint64_t{undone && end != kNever};
+  if (events * links.size() > kMaxLinkChanges - link_changes_)
+    return fail("expands to " + std::to_string(events * links.size()) + " link changes (" +
+                std::to_string(events) + " events x " + std::to_string(links.size()) +
+                " links), more than the " + std::to_string(kMaxLinkChanges) +
+                " a schedule holds in all: fewer cycles or a narrower target");
   const bool setting = s.kind == FaultKind::kGray || s.kind == FaultKind::kDegrade;
   std::vector<uint32_t> sorted;
   if (setting) {
@@ -202,6 +209,7 @@ std::string FaultSchedule::add(const FaultSpec& s, const Topology& topo) {
       break;
   }
   if (setting) settings_.push_back(Setting{s.kind, s.at_ns, end, std::move(sorted), s.where});
+  link_changes_ += events * links.size();
   downs_.resize(std::max<size_t>(downs_.size(), topo.num_links()));
   blackholes_.resize(downs_.size());
   return {};

@@ -84,6 +84,10 @@ struct FaultEvent {
 
 class FaultSchedule {
  public:
+  // Link changes (events times their links) a schedule holds at most: a
+  // flap of every link of a big plane expands to far more.
+  static constexpr uint64_t kMaxLinkChanges = uint64_t{1} << 24;
+
   // Resolves and expands `spec`. Returns an empty string on success, else
   // "<where>: <problem>".
   std::string add(const FaultSpec& spec, const Topology& topo);
@@ -108,6 +112,7 @@ class FaultSchedule {
 
   std::vector<FaultEvent> events_;  // in time order, ends first at equal times
   size_t next_ = 0;
+  uint64_t link_changes_ = 0;
   std::vector<Setting> settings_;
   std::vector<uint32_t> downs_;       // per link: down faults holding it
   std::vector<uint32_t> blackholes_;  // per link: blackhole faults holding it

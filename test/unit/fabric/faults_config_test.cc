@@ -228,6 +228,30 @@ TEST(FaultSchedule, RefusesWhatItCannotDoAsWritten) {
   EXPECT_EQ(s.events().size(), 3u);
 }
 
+// Every cycle of a flap on every link is an event per link: bounded.
+TEST(FaultSchedule, RefusesASchedulePastItsSize) {
+  TopologyConfig big;
+  big.hosts = 65536;
+  big.radix = 1024;
+  Topology t;
+  ASSERT_EQ(t.init(big), nullptr);
+  FaultSchedule s;
+  FaultSpec flap = link_fault(FaultKind::kFlap, 0);
+  flap.target.form = FaultTarget::Form::kPlaneFabric;
+  flap.target.plane = 0;
+  flap.period_ns = 10'000;
+  flap.down_ns = 5'000;
+  flap.count = 100'000;
+  EXPECT_EQ(s.add(flap, t),
+            "faults[0]: expands to 26214400000 link changes (200000 events x 131072 links), more "
+            "than the 16777216 a schedule holds in all: fewer cycles or a narrower target");
+  flap.count = 64;  // 16.8 M link changes
+  EXPECT_EQ(s.add(flap, t), "");
+  flap.count = 1;
+  EXPECT_NE(s.add(flap, t), "");
+  EXPECT_EQ(s.events().size(), 128u);
+}
+
 TEST(FaultSchedule, RefusesTargetsTheTopologyDoesNotHave) {
   Topology t;
   ASSERT_EQ(t.init(small()), nullptr);
