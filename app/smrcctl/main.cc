@@ -116,6 +116,20 @@ void render(const Json& v, const std::string& indent) {
   std::printf("%s%s\n", indent.c_str(), scalar_text(v).c_str());
 }
 
+// Why a reply line is not the protocol's ({"ok":true,"result":...} or
+// {"ok":false,"errno":"E...","error":"..."}), or "" with *reply parsed.
+std::string reply_problem(const std::string& line, Json* reply) {
+  std::string err;
+  if (!softmrc::control::parse_json(line, reply, &err)) return err;
+  const Json* ok = reply->is_object() ? reply->find("ok") : nullptr;
+  if (ok == nullptr || !ok->is_bool()) return "no \"ok\": true or false";
+  if (ok->as_bool()) return reply->find("result") ? "" : "\"ok\": true without a \"result\"";
+  const Json* e = reply->find("errno");
+  const Json* m = reply->find("error");
+  return e && e->is_string() && m && m->is_string() ? ""
+                                                    : "a refusal without \"errno\" and \"error\"";
+}
+
 void render_event(const Json& e) {
   const auto get = [&](const char* k) {
     const Json* x = e.find(k);
@@ -236,17 +250,14 @@ int main(int argc, char** argv) {
         sent ? "softmrcd closed the connection without a reply" : std::strerror(send_errno));
     return kExitNoDaemon;
   }
-  if (!softmrc::control::parse_json(line, &reply, &err) || !reply.is_object() ||
-      reply.find("ok") == nullptr) {
+  if (const std::string why = reply_problem(line, &reply); !why.empty()) {
     std::fprintf(stderr, "smrcctl: softmrcd sent a reply that is not the protocol's: %s\n",
-                 err.c_str());
+                 why.c_str());
     return kExitNoDaemon;
   }
   if (!reply.find("ok")->as_bool()) {
-    const Json* e = reply.find("errno");
-    const Json* m = reply.find("error");
-    const std::string code = e ? scalar_text(*e) : "?";
-    const std::string msg = m ? scalar_text(*m) : "";
+    const std::string code = reply.find("errno")->as_string();
+    const std::string msg = reply.find("error")->as_string();
     if (json) std::printf("%s\n", reply.dump().c_str());
     std::fprintf(stderr, "smrcctl: %s: %s\n", code.c_str(), msg.c_str());
     if (code == "EPERM" && msg.rfind("permission denied", 0) == 0) return kExitPermission;

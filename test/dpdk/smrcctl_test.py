@@ -29,9 +29,13 @@
                documented exit status, errno and JSON; profiles' existence
                and states as a model of them says; afterwards the traffic
                flows again and the daemon exits 0
+  client       smrcctl against fake control sockets, no softmrcd: replies
+               that are not the protocol's (exit 3 with a message, never
+               a crash)
 
 Runs two endpoints over the in-process fabric with a flow a -> b until
-SIGTERM (softmrcd_test.py's helpers). Exit 0 on success, 1 otherwise.
+SIGTERM (softmrcd_test.py's helpers), but for the client case. Exit 0 on
+success, 1 otherwise.
 """
 
 import json
@@ -43,6 +47,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -780,6 +785,63 @@ def case_storm(args):
         stop(d)
     finally:
         d.kill()
+
+
+class FakeDaemon:
+    """A control socket that is not softmrcd: it reads each connection's
+    request (kept in .requests) and answers with `reply` (bytes)."""
+
+    def __init__(self, path, reply):
+        if os.path.exists(path):
+            os.unlink(path)
+        self.reply = reply
+        self.requests = []
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(path)
+        self.listener.listen(8)
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.listener.accept()
+            except OSError:  # closed: the test is over
+                return
+            with c:
+                self.requests.append(c.recv(4096).decode())
+                c.sendall(self.reply)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.listener.close()
+
+
+def case_client(args):
+    path = os.path.join(args.workdir, 'fake.sock')
+    ctl = Ctl(args, path)
+    # Replies a daemon of another protocol (or a broken one) might send: each
+    # refused with why; {"ok":true} alone used to crash smrcctl, {"ok":1} to
+    # pass as a refusal with no errno.
+    for reply, why in ((b'{"ok":true}', '"ok": true without a "result"'),
+                       (b'{"ok":1,"result":{}}', 'no "ok": true or false'),
+                       (b'{"ok":false}', 'a refusal without "errno" and "error"'),
+                       (b'{"ok":false,"errno":1,"error":"x"}',
+                        'a refusal without "errno" and "error"'),
+                       (b'[true]', 'no "ok": true or false'),
+                       (b'{"ok":', 'at byte 6: ')):
+        with FakeDaemon(path, reply + b'\n'):
+            for json_out in (True, False):
+                code, out, err = ctl.run('dev', 'show', json_out=json_out)
+                want = f"smrcctl: softmrcd sent a reply that is not the protocol's: {why}"
+                check(code == EXIT_NO_DAEMON and err.startswith(want) and out == '',
+                      f'{reply}: exit {code}, stdout {out!r}, stderr {err!r}, want {want!r}')
+    with FakeDaemon(path, b'{"ok":true,"result":{"ports":2}}\n') as f:
+        code, out, err = ctl.run('dev', 'show', json_out=False)
+        check(code == 0 and out == 'ports: 2\n' and f.requests == ['dev show\n'],
+              f'exit {code}, stdout {out!r}, stderr {err!r}, requests {f.requests}')
+    print('replies outside the protocol refused with exit 3')
 
 
 if __name__ == '__main__':
