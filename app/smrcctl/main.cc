@@ -13,11 +13,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "cli/number.h"
 #include "cli/version.h"
 #include "control/json.h"
 
@@ -181,7 +181,8 @@ int main(int argc, char** argv) {
     }
     if (a == "--json" || a == "-j") {
       json = true;
-    } else if ((a == "--socket" || a == "-s" || a == "--prefix") && i + 1 < argc) {
+    } else if (a == "--socket" || a == "-s" || a == "--prefix") {
+      if (i + 1 == argc) return usage(a + " needs a value");
       (a == "--prefix" ? prefix : socket_path) = argv[++i];
     } else {
       return usage("unknown option '" + a + "'");
@@ -195,16 +196,21 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a.empty() || a.find_first_of(" \t\r\n") != std::string::npos)
       return usage("'" + a + "' is not one word");
-    if (a == "--count" && !words.empty() && words[0] == "events" && i + 1 < argc) {
-      char* end = nullptr;
-      follow_count = std::strtoull(argv[++i], &end, 10);
-      if (*end != '\0' || follow_count == 0) return usage("--count needs a positive number");
+    const bool events = !words.empty() && words[0] == "events";
+    if (a == "--count" && events) {
+      if (i + 1 == argc) return usage("--count needs a value");
+      if (!softmrc::cli::parse_uint(argv[++i], 1, UINT64_MAX, &follow_count))
+        return usage(std::string("--count: '") + argv[i] + "' is not an integer in 1.." +
+                     std::to_string(UINT64_MAX));
       continue;
     }
     if (a.rfind("--", 0) == 0) a = a.substr(2);
-    if (a == "follow") follow = true;
+    // Only events follows: another command's word "follow" is an endpoint's name.
+    if (a == "follow" && events) follow = true;
     words.push_back(a);
   }
+  // The daemon keeps no count: without --follow it would be dropped unsaid.
+  if (follow_count > 0 && !follow) return usage("--count is for events --follow");
   const std::vector<std::string> known = {"dev", "port", "ev", "events", "stats", "profile"};
   if (std::find(known.begin(), known.end(), words[0]) == known.end())
     return usage("unknown command '" + words[0] + "'");

@@ -31,7 +31,8 @@
                flows again and the daemon exits 0
   client       smrcctl against fake control sockets, no softmrcd: replies
                that are not the protocol's (exit 3 with a message, never
-               a crash)
+               a crash); its own options' missing and bad values refused
+               before anything is sent, events --follow --count honoured
 
 Runs two endpoints over the in-process fabric with a flow a -> b until
 SIGTERM (softmrcd_test.py's helpers), but for the client case. Exit 0 on
@@ -842,6 +843,35 @@ def case_client(args):
         check(code == 0 and out == 'ports: 2\n' and f.requests == ['dev show\n'],
               f'exit {code}, stdout {out!r}, stderr {err!r}, requests {f.requests}')
     print('replies outside the protocol refused with exit 3')
+
+    # Options smrcctl reads itself: refused (exit 2) before anything is sent.
+    with FakeDaemon(path, b'{"ok":true,"result":[]}\n') as f:
+        for words, message in (
+                (['--socket'], '--socket needs a value'),
+                (['--prefix'], '--prefix needs a value'),
+                (['--socket', path, 'events', '--count', '5'], '--count is for events --follow'),
+                (['--socket', path, 'events', '--follow', '--count'], '--count needs a value'),
+                (['--socket', path, 'events', '--follow', '--count', '0'], None),
+                (['--socket', path, 'events', '--follow', '--count', '-1'], None),
+                (['--socket', path, 'events', '--follow', '--count', str(2**64)], None),
+                (['--socket', path, 'events', '--follow', '--count', '5x'], None)):
+            message = message or f"--count: '{words[-1]}' is not an integer in 1..{2**64 - 1}"
+            r = subprocess.run([args.smrcctl] + words, capture_output=True, text=True, timeout=10,
+                               check=False)
+            check(r.returncode == EXIT_USAGE and r.stderr.startswith(f'smrcctl: {message}\n'),
+                  f'{words}: exit {r.returncode}, stderr {r.stderr!r}, want {message!r}')
+        check(f.requests == [], f'sent {f.requests}')
+    event = b'{"event":{"t_ns":1000000000,"endpoint":"a","qpn":1,"ev":%d,"state":"GOOD"}}\n'
+    with FakeDaemon(path, b'{"ok":true,"result":{"following":true}}\n' +
+                    b''.join(event % i for i in range(3))) as f:
+        code, out, err = ctl.run('events', '--follow', '--count', '2')
+        check(code == 0 and [json.loads(x)['ev'] for x in out.splitlines()] == [0, 1] and
+              f.requests == ['events follow\n'], f'exit {code}, stdout {out!r}, stderr {err!r}')
+    # An endpoint named "follow" is no events --follow.
+    with FakeDaemon(path, b'{"ok":true,"result":{"endpoint":"follow"}}\n') as f:
+        code, out, err = ctl.run('stats', 'follow', json_out=False)
+        check(code == 0 and out == 'endpoint: follow\n', f'exit {code}, {out!r}, {err!r}')
+    print('smrcctl\'s own options checked before sending')
 
 
 if __name__ == '__main__':
