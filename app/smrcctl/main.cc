@@ -1,12 +1,13 @@
 // smrcctl: the MRC controller CLI, a client of softmrcd's control socket.
 //
-//   smrcctl [--socket PATH | --prefix EAL_PREFIX] [--json] <command> ...
+//   smrcctl [--socket PATH | --prefix EAL_PREFIX] [--json] [--reply-timeout-ms N] <command> ...
 //
 // It sends the command's words as one request line and renders the JSON
 // reply (or, with --json, prints it). docs/controller.md has the commands,
 // the protocol and the exit codes below.
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -31,9 +32,18 @@ constexpr int kExitUsage = 2;       // bad command line
 constexpr int kExitNoDaemon = 3;    // cannot connect, or the connection broke
 constexpr int kExitPermission = 4;  // not root nor in the control group
 constexpr int kExitUnanswered = 5;  // ev probe: some probes got no reply
+constexpr int kExitNoReply = 6;     // softmrcd took no connection or sent no reply in time
+
+// How long softmrcd may take to take the connection and to reply
+// (--reply-timeout-ms); ev probe replies after its probes' wait, which the
+// daemon bounds to 10 s.
+constexpr uint64_t kReplyTimeoutMs = 10'000;
+constexpr uint64_t kMaxReplyTimeoutMs = 3'600'000;
+constexpr uint64_t kMaxProbeWaitMs = 10'000;
 
 constexpr const char* kUsage =
-    R"(usage: smrcctl [--socket PATH | --prefix EAL_PREFIX] [--json] <command>
+    R"(usage: smrcctl [--socket PATH | --prefix EAL_PREFIX] [--json] [--reply-timeout-ms N]
+               <command>
        smrcctl --help | --version
 
   dev show                                 limits and capabilities
@@ -56,8 +66,10 @@ constexpr const char* kUsage =
   profile cc set <id> [algorithm nscc|none] [link_gbps G base_rtt_us U] [PARAM=VALUE ...] [state S]
 
 The socket is --socket, else /var/run/dpdk/<prefix>/smrcctl.sock (prefix: --prefix, default rte).
+--reply-timeout-ms: how long softmrcd may take to take the connection and to reply (1..3600000,
+default 10000; ev probe: 10000 more for its probes; events --follow: the first reply only).
 Exit status: 0 done, 1 softmrcd refused the request, 2 bad usage, 3 softmrcd unreachable,
-4 permission denied, 5 ev probe: some probes were not answered.
+4 permission denied, 5 ev probe: some probes were not answered, 6 softmrcd did not reply in time.
 )";
 
 volatile sig_atomic_t g_stop = 0;
@@ -145,19 +157,27 @@ void render_event(const Json& e) {
   std::fflush(stdout);
 }
 
-// Reads one line; false at the end of the stream or on an error.
-bool read_line(int fd, std::string* buf, std::string* line) {
+timeval duration(uint64_t ms) {
+  return {static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
+}
+
+enum class Read { kLine, kEnd, kTimeout };
+
+// Reads one line; kEnd at the end of the stream or on an error, kTimeout
+// when a read waited for the socket's SO_RCVTIMEO.
+Read read_line(int fd, std::string* buf, std::string* line) {
   for (;;) {
     const size_t nl = buf->find('\n');
     if (nl != std::string::npos) {
       *line = buf->substr(0, nl);
       buf->erase(0, nl + 1);
-      return true;
+      return Read::kLine;
     }
     char chunk[65536];
     const ssize_t n = ::read(fd, chunk, sizeof(chunk));
     if (n < 0 && errno == EINTR && !g_stop) continue;
-    if (n <= 0) return false;
+    if (n < 0 && errno == EAGAIN) return Read::kTimeout;
+    if (n <= 0) return Read::kEnd;
     buf->append(chunk, static_cast<size_t>(n));
   }
 }
@@ -166,6 +186,7 @@ bool read_line(int fd, std::string* buf, std::string* line) {
 
 int main(int argc, char** argv) {
   std::string socket_path, prefix = "rte";
+  uint64_t reply_timeout_ms = kReplyTimeoutMs;
   bool json = false;
   std::vector<std::string> words;
   int i = 1;
@@ -181,9 +202,17 @@ int main(int argc, char** argv) {
     }
     if (a == "--json" || a == "-j") {
       json = true;
-    } else if (a == "--socket" || a == "-s" || a == "--prefix") {
+    } else if (a == "--socket" || a == "-s" || a == "--prefix" || a == "--reply-timeout-ms") {
       if (i + 1 == argc) return usage(a + " needs a value");
-      (a == "--prefix" ? prefix : socket_path) = argv[++i];
+      const char* v = argv[++i];
+      if (a == "--prefix") {
+        prefix = v;
+      } else if (a != "--reply-timeout-ms") {
+        socket_path = v;
+      } else if (!softmrc::cli::parse_uint(v, 1, kMaxReplyTimeoutMs, &reply_timeout_ms)) {
+        return usage(a + ": '" + v + "' is not an integer in 1.." +
+                     std::to_string(kMaxReplyTimeoutMs));
+      }
     } else {
       return usage("unknown option '" + a + "'");
     }
@@ -221,8 +250,23 @@ int main(int argc, char** argv) {
   if (socket_path.size() >= sizeof(addr.sun_path)) return usage("socket path too long");
   std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+  // A stopped daemon neither takes connections (its backlog fills) nor
+  // replies: the send timeout bounds connect() too.
+  const bool probe = words[0] == "ev" && words.size() > 1 && words[1] == "probe";
+  const uint64_t reply_ms = reply_timeout_ms + (probe ? kMaxProbeWaitMs : 0);
+  const timeval send_timeout = duration(reply_timeout_ms), reply_timeout = duration(reply_ms);
+  if (fd < 0 ||
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout)) != 0 ||
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &reply_timeout, sizeof(reply_timeout)) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     const int e = errno;
+    if (e == EAGAIN) {
+      std::fprintf(stderr,
+                   "smrcctl: %s: softmrcd did not take the connection within %llu ms (is it "
+                   "stopped? see --reply-timeout-ms)\n",
+                   socket_path.c_str(), static_cast<unsigned long long>(reply_timeout_ms));
+      return kExitNoReply;
+    }
     if (e == EACCES || e == EPERM) {
       std::fprintf(stderr,
                    "smrcctl: permission denied: %s (softmrcd's controller is for root and the "
@@ -234,10 +278,6 @@ int main(int argc, char** argv) {
                  socket_path.c_str(), std::strerror(e));
     return kExitNoDaemon;
   }
-  struct sigaction sa {};
-  sa.sa_handler = [](int) { g_stop = 1; };
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
   std::string request;
@@ -250,7 +290,15 @@ int main(int argc, char** argv) {
   const int send_errno = errno;
   std::string buf, line, err;
   Json reply;
-  if (!read_line(fd, &buf, &line)) {
+  const Read got = read_line(fd, &buf, &line);
+  if (got == Read::kTimeout) {
+    std::fprintf(stderr,
+                 "smrcctl: %s: softmrcd sent no reply within %llu ms (is it stopped or stuck? "
+                 "see --reply-timeout-ms)\n",
+                 socket_path.c_str(), static_cast<unsigned long long>(reply_ms));
+    return kExitNoReply;
+  }
+  if (got == Read::kEnd) {
     std::fprintf(
         stderr, "smrcctl: %s: %s\n", socket_path.c_str(),
         sent ? "softmrcd closed the connection without a reply" : std::strerror(send_errno));
@@ -285,10 +333,18 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   // events --follow: one event per line until the count, a signal or the
-  // daemon's end.
+  // daemon's end. Events may be hours apart, so no timeout. SIGINT and
+  // SIGTERM end following with exit 0; before, they end smrcctl the
+  // default way, which says nothing about a reply it did not wait for.
+  const timeval forever{};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof(forever));
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_stop = 1; };
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
   std::fprintf(stderr, "smrcctl: following EV events of %s\n", socket_path.c_str());
   for (uint64_t n = 0; !g_stop && (follow_count == 0 || n < follow_count); ++n) {
-    if (!read_line(fd, &buf, &line)) return g_stop ? kExitOk : kExitNoDaemon;
+    if (read_line(fd, &buf, &line) != Read::kLine) return g_stop ? kExitOk : kExitNoDaemon;
     Json ev;
     if (!softmrc::control::parse_json(line, &ev, &err) || ev.find("event") == nullptr) continue;
     if (json) {

@@ -32,7 +32,11 @@
   client       smrcctl against fake control sockets, no softmrcd: replies
                that are not the protocol's (exit 3 with a message, never
                a crash); its own options' missing and bad values refused
-               before anything is sent, events --follow --count honoured
+               before anything is sent, events --follow --count honoured;
+               a daemon that does not reply, or does not take the
+               connection, ends smrcctl in its --reply-timeout-ms (exit
+               6), SIGINT in the wait ends it as SIGINT does, and
+               following waits for events however long they take
 
 Runs two endpoints over the in-process fabric with a flow a -> b until
 SIGTERM (softmrcd_test.py's helpers), but for the client case. Exit 0 on
@@ -55,7 +59,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from softmrcd_test import (Daemon, Failure, Telemetry, check, telemetry_socket,  # noqa: E402
                            test_main, two_endpoints, wait_for)
 
-EXIT_REFUSED, EXIT_USAGE, EXIT_NO_DAEMON, EXIT_PERMISSION, EXIT_UNANSWERED = 1, 2, 3, 4, 5
+EXIT_REFUSED, EXIT_USAGE, EXIT_NO_DAEMON, EXIT_PERMISSION, EXIT_UNANSWERED, EXIT_NO_REPLY = \
+    1, 2, 3, 4, 5, 6
 
 
 class Ctl:
@@ -790,12 +795,16 @@ def case_storm(args):
 
 class FakeDaemon:
     """A control socket that is not softmrcd: it reads each connection's
-    request (kept in .requests) and answers with `reply` (bytes)."""
+    request (kept in .requests) and answers with `reply` (bytes); with
+    `hold`, it keeps the connection open afterwards, as a stopped daemon
+    would."""
 
-    def __init__(self, path, reply):
+    def __init__(self, path, reply, hold=False):
         if os.path.exists(path):
             os.unlink(path)
         self.reply = reply
+        self.hold = hold
+        self.held = []
         self.requests = []
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(path)
@@ -808,15 +817,35 @@ class FakeDaemon:
                 c, _ = self.listener.accept()
             except OSError:  # closed: the test is over
                 return
-            with c:
-                self.requests.append(c.recv(4096).decode())
-                c.sendall(self.reply)
+            self.requests.append(c.recv(4096).decode())
+            c.sendall(self.reply)
+            if self.hold:
+                self.held.append(c)
+            else:
+                c.close()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.listener.close()
+        for c in self.held:
+            c.close()
+
+
+def timed(cmd, interrupt_after=None):
+    """Runs cmd (sending SIGINT after `interrupt_after` s): exit status,
+    stdout, stderr and the seconds it took."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        if interrupt_after is not None:
+            time.sleep(interrupt_after)
+            proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    return proc.returncode, out, err, time.monotonic() - t0
 
 
 def case_client(args):
@@ -872,6 +901,49 @@ def case_client(args):
         code, out, err = ctl.run('stats', 'follow', json_out=False)
         check(code == 0 and out == 'endpoint: follow\n', f'exit {code}, {out!r}, {err!r}')
     print('smrcctl\'s own options checked before sending')
+
+    # A daemon that takes the request and never replies (SIGSTOPped, say).
+    base = [args.smrcctl, '--socket', path]
+    with FakeDaemon(path, b'', hold=True):
+        for opts, ms in ((['--reply-timeout-ms', '300'], 300), ([], 10000)):
+            code, _, err, took = timed(base + opts + ['dev', 'show'])
+            want = f'smrcctl: {path}: softmrcd sent no reply within {ms} ms'
+            check(code == EXIT_NO_REPLY and err.startswith(want) and 0 <= took - ms / 1e3 < 5,
+                  f'{opts}: exit {code} after {took:.1f} s, stderr {err!r}, want {want!r}')
+        # Interrupted, it ends as SIGINT does and claims nothing of the daemon.
+        code, out, err, _ = timed(base + ['dev', 'show'], interrupt_after=0.5)
+        check(code == -signal.SIGINT and out == err == '', f'SIGINT: exit {code}, {out!r} {err!r}')
+    code, _, err, _ = timed(base + ['--reply-timeout-ms', '0', 'dev', 'show'])
+    check(code == EXIT_USAGE and "--reply-timeout-ms: '0' is not an integer in 1..3600000" in err,
+          f'exit {code}, {err!r}')
+    # A daemon that takes no connection: its backlog full, connect() waits.
+    os.unlink(path)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(path)
+        listener.listen(0)
+        queued = []
+        while True:
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.setblocking(False)
+            try:
+                c.connect(path)
+            except BlockingIOError:
+                c.close()
+                break
+            queued.append(c)
+        code, _, err, took = timed(base + ['--reply-timeout-ms', '300', 'dev', 'show'])
+        for c in queued:
+            c.close()
+    want = f'smrcctl: {path}: softmrcd did not take the connection within 300 ms'
+    check(code == EXIT_NO_REPLY and err.startswith(want) and took < 5,
+          f'full backlog: exit {code} after {took:.1f} s, stderr {err!r}, want {want!r}')
+    # Following waits for events however far apart; SIGINT ends it with 0.
+    with FakeDaemon(path, b'{"ok":true,"result":{"following":true}}\n', hold=True):
+        code, _, err, _ = timed(base + ['--reply-timeout-ms', '300', 'events', '--follow'],
+                                interrupt_after=1.5)
+        check(code == 0 and err == f'smrcctl: following EV events of {path}\n',
+              f'following: exit {code}, stderr {err!r}')
+    print('no reply, no connection: exit 6 in --reply-timeout-ms; SIGINT ends a wait quietly')
 
 
 if __name__ == '__main__':

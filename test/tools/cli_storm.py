@@ -45,7 +45,7 @@ TEXT = ['', 'x', 'up', 'down', 'none', 'both', 'mrc', 'roce', 'udp', 'srv6', 'ns
 PROGRAMS = {
     'softmrcd': dict(exits={0, 2}, can_succeed=False, lead=['--'], tail=[], words=[]),
     'smrc-fabric': dict(exits={0, 2}, can_succeed=False, lead=['--'], tail=[], words=[]),
-    'smrcctl': dict(exits={0, 1, 2, 3, 4, 5}, can_succeed=False, lead=[], tail=[],
+    'smrcctl': dict(exits={0, 1, 2, 3, 4, 5, 6}, can_succeed=False, lead=[], tail=[],
                     words=['dev', 'show', 'port', 'set', 'ev', 'deny', 'restore', 'probe',
                            'events', 'stats', 'qp', 'profile', 'fmt', 'cc', 'create',
                            'destroy', 'replace', 'ev-state', 'mode', 'widths', 'state',
