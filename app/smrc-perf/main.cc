@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -109,9 +110,17 @@ bool parse(int argc, char** argv, Cli* c, std::string* err) {
     *out = static_cast<std::remove_pointer_t<decltype(out)>>(v);
     return true;
   };
+  static const char kShort[] = ":d:p:m:s:f:n:w:t:c:q:beh";
+  // The option getopt_long refused, as given: a long option's word, which it
+  // has stepped past, else the letter, which may sit mid-cluster (-xb) with
+  // optind still on it.
+  const auto refused = [&](bool letter) {
+    const std::string word = argv[optind - 1];
+    return letter ? std::string("-") + static_cast<char>(optopt) : word.substr(0, word.find('='));
+  };
   opterr = 0;
   int ch;
-  while ((ch = getopt_long(argc, argv, ":d:p:m:s:f:n:w:t:c:q:beh", kLong, nullptr)) != -1) {
+  while ((ch = getopt_long(argc, argv, kShort, kLong, nullptr)) != -1) {
     bool ok = true;
     switch (ch) {
       case 'd':
@@ -176,10 +185,18 @@ bool parse(int argc, char** argv, Cli* c, std::string* err) {
                     smrc_version_string());
         std::exit(0);
       case ':':
-        *err = std::string(argv[optind - 1]) + " needs a value";
+        // Only the last word can lack its value: a long option's, or a
+        // cluster's last letter (-bp).
+        *err = refused(argv[optind - 1][1] != '-') + " needs a value";
         return false;
       default:
-        *err = std::string("unknown option ") + argv[optind - 1];
+        // optopt: 0 for an unknown long option, an unknown letter, or the
+        // value of a long option given a value it takes none of.
+        if (optopt != 0 && (optopt > 255 || (optopt != ':' && std::strchr(kShort, optopt)))) {
+          *err = refused(false) + " takes no value";
+        } else {
+          *err = "unknown option " + refused(optopt != 0);
+        }
         return false;
     }
     if (!ok) return false;

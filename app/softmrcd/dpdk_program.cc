@@ -46,7 +46,18 @@ bool parse_ms_option(const char* name, const char* text, uint64_t max, uint64_t*
 }
 
 std::string option_error(int c, char** argv) {
-  return std::string(argv[optind - 1]) +
+  // getopt_long has stepped past a long option's word and past a cluster
+  // whose last letter it refused (-ib); a letter mid-cluster (-zi) leaves
+  // optind on its cluster, so argv[optind - 1] is another word. optopt
+  // tells them apart: 0 for an unknown long option, else the letter, or
+  // the value of a long option given a value it takes none of
+  // (--interactive=1), which is over 255 or the option's initial.
+  const std::string word = argv[optind - 1];
+  const bool named_long =
+      word.rfind("--", 0) == 0 &&
+      (c == ':' || optopt == 0 || optopt > 255 ||
+       (word.find('=') != std::string::npos && word[2] == static_cast<char>(optopt)));
+  return (named_long ? word : std::string("-") + static_cast<char>(optopt)) +
          (c == ':' ? ": needs a value" : ": unknown option (see --help)");
 }
 

@@ -1545,6 +1545,13 @@ def case_options(args):
         (['--', '--config'], 'softmrcd: --config: needs a value'),
         (['--', '-c', 'x.yaml', '--frobnicate'],
          'softmrcd: --frobnicate: unknown option (see --help)'),
+        # An option is named as given: a letter (even mid-cluster, where
+        # argv[optind - 1] is the word before), a long option's word.
+        (['--', '-c', 'x.yaml', '-zi'], 'softmrcd: -z: unknown option (see --help)'),
+        (['--', '--config=x.yaml', '-iz'], 'softmrcd: -z: unknown option (see --help)'),
+        (['--', '-ic'], 'softmrcd: -c: needs a value'),
+        (['--', '-c', 'x.yaml', '--interactive=1'],
+         'softmrcd: --interactive=1: unknown option (see --help)'),
         (['--', '-c', 'x.yaml', '--log-interval-ms', '-5'],
          "softmrcd: --log-interval-ms: '-5' is not 0..3600000"),
         (['--', '-c', 'x.yaml', 'extra'], "softmrcd: unexpected argument 'extra'"),

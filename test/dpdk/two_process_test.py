@@ -632,6 +632,8 @@ BAD_FABRIC_OPTIONS = [
     (['--config', 'x.yaml', '--log-interval-ms', '-1'],
      "--log-interval-ms: '-1' is not 0..3600000"),
     (['--config', 'x.yaml', '--colour'], '--colour: unknown option (see --help)'),
+    # The letter, not the word before its cluster.
+    (['--config', 'x.yaml', '-zh'], '-z: unknown option (see --help)'),
     (['--config', '/nonexistent.yaml'], '/nonexistent.yaml: cannot open: No such file or directory'),
 ]
 

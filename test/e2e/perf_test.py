@@ -214,6 +214,16 @@ def case_errors(args):
     expect_fail([p, 'write_bw', '-f', '1'], 2, "--step-factor: '1' is not an integer in 2..1024")
     expect_fail([p, 'write_bw', '-m', '4096', '-s', '64'], 2, '--min-size 4096 is over')
     expect_fail([p, 'write_lat', '-q', '2'], 2, 'write_lat runs one message at a time')
+    # Options named as given: a letter even mid-cluster (where argv[optind - 1]
+    # is the word before it), a long option's word.
+    for argv, message in ((['-xb', 'write_bw'], 'unknown option -x (see --help)'),
+                          (['write_bw', '-bx'], 'unknown option -x (see --help)'),
+                          (['write_bw', '--bogus=1'], 'unknown option --bogus (see --help)'),
+                          (['write_bw', '--bidir=1'], '--bidir takes no value (see --help)'),
+                          (['write_bw', '--json=1'], '--json takes no value (see --help)'),
+                          (['write_bw', '-bp'], '-p needs a value (see --help)'),
+                          (['write_bw', '--port'], '--port needs a value (see --help)')):
+        expect_fail([p] + argv, 2, f'smrc-perf: {message}\n')
     none = os.path.join(args.workdir, 'none.sock')
     expect_fail([p, 'write_bw', '-d', none, '::1'], 1, f'cannot open softmrcd at {none}:')
     # A server reaches its daemon before it waits for a client (30 s).
