@@ -1,5 +1,6 @@
 #include "oob.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -27,6 +28,29 @@ int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// Connects s, a non-blocking socket, to ai by deadline_ms, then makes it
+// blocking (as send() and the reads expect): 0, or why not. A blocking
+// connect() would wait out the kernel's SYN retries, over two minutes,
+// when a server's backlog is full.
+int connect_by(int s, const addrinfo* ai, int64_t deadline_ms) {
+  if (::connect(s, ai->ai_addr, ai->ai_addrlen) != 0) {
+    if (errno != EINPROGRESS) return errno;
+    pollfd p{s, POLLOUT, 0};
+    int rc;
+    do {
+      const int64_t left = deadline_ms - now_ms();
+      rc = left > 0 ? ::poll(&p, 1, static_cast<int>(left)) : 0;
+    } while (rc < 0 && errno == EINTR);
+    if (rc < 0) return errno;
+    if (rc == 0) return ETIMEDOUT;
+    int e = 0;
+    socklen_t len = sizeof(e);
+    if (::getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &len) != 0) return errno;
+    if (e != 0) return e;
+  }
+  return ::fcntl(s, F_SETFL, ::fcntl(s, F_GETFL) & ~O_NONBLOCK) == 0 ? 0 : errno;
 }
 
 }  // namespace
@@ -109,12 +133,13 @@ bool Channel::connect(const std::string& host, uint16_t port, int timeout_ms, st
   int last_errno = 0;
   while (fd_ < 0) {
     for (addrinfo* ai = res; ai != nullptr && fd_ < 0; ai = ai->ai_next) {
-      const int s = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+      const int s =
+          ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
       if (s < 0) continue;
-      if (::connect(s, ai->ai_addr, ai->ai_addrlen) == 0) {
+      last_errno = connect_by(s, ai, deadline);
+      if (last_errno == 0) {
         fd_ = s;
       } else {
-        last_errno = errno;
         ::close(s);
       }
     }
@@ -123,8 +148,8 @@ bool Channel::connect(const std::string& host, uint16_t port, int timeout_ms, st
   }
   ::freeaddrinfo(res);
   if (fd_ < 0) {
-    *err =
-        "cannot connect to " + host + ":" + std::to_string(port) + ": " + std::strerror(last_errno);
+    *err = "cannot connect to " + host + ":" + std::to_string(port) + " within " +
+           std::to_string(timeout_ms) + " ms: " + std::strerror(last_errno);
     return false;
   }
   const int on = 1;

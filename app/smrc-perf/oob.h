@@ -42,7 +42,7 @@ class Channel {
   // The server: waits up to timeout_ms for one client on `port` (any address).
   bool accept(uint16_t port, int timeout_ms, std::string* err);
   // The client: connects to host:port, retrying until timeout_ms passes (the
-  // server may not listen yet).
+  // server may not listen yet); no attempt waits beyond it either.
   bool connect(const std::string& host, uint16_t port, int timeout_ms, std::string* err);
 
   bool send(const Message& m, std::string* err);

@@ -26,9 +26,9 @@ and a client on daemon b. One --case per test:
   window     write_bw with --window under --signal-every: the interval is
              lowered to the window (with a note) and every size verifies
   timeout    runs longer than --timeout-ms that make progress succeed
-             (write_bw, --bidir, write_lat); a silent peer, a stopped
-             server and a stopped sender each end the run in bounded time
-             with the documented message
+             (write_bw, --bidir, write_lat); a silent peer, a server whose
+             backlog is full, a stopped server and a stopped sender each
+             end the run in bounded time with the documented message
   modes      spin mode (no -e), the progress bar on standard error beside
              a clean table, write_lat --json and write_bw --json fields
   forged_answer  a server that is not smrc-perf: a --timeout-ms of 0 in its
@@ -475,6 +475,19 @@ def case_timeout(args):
         with socket.create_server(('::1', port(args)), family=socket.AF_INET6):
             fails_within(perf(args, 'write_bw', 'b', '--timeout-ms', '500'), 10,
                          'smrc-perf: the peer said nothing for 500 ms')
+        # A server whose backlog is full drops the SYNs: a blocking connect()
+        # waited out the kernel's retries (2 min 15 s), whatever --timeout-ms.
+        with socket.create_server(('::1', port(args)), family=socket.AF_INET6, backlog=0) as full:
+            queued = []
+            for _ in range(4):
+                queued.append(socket.socket(socket.AF_INET6, socket.SOCK_STREAM))
+                queued[-1].setblocking(False)
+                queued[-1].connect_ex(full.getsockname())
+            fails_within(perf(args, 'write_bw', 'b', '--timeout-ms', '1000'), 10,
+                         f'smrc-perf: cannot connect to ::1:{port(args)} within 1000 ms: '
+                         'Connection timed out')
+            for s in queued:
+                s.close()
         # A write_lat server stopped mid-run: the client's next pong never comes.
         wait = ('--timeout-ms', '1000')
         server = subprocess.Popen(perf(args, 'write_lat', 'a', *wait, server=True),
