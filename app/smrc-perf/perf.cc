@@ -433,14 +433,25 @@ bool Session::sync(uint32_t what, uint64_t size, uint64_t value, uint64_t* peer_
 }
 
 bool Session::receive_sync(Message* m, std::string* err) {
+  // Keep-alives tell a receiver that the sender's stream goes on. A peer
+  // that owes a sync message has ended its stream (its last completions,
+  // and keep-alives with them, may still come), so they do not extend this
+  // wait: a peer sending nothing else would hold us for ever.
+  const int64_t deadline_ns = now_ns() + int64_t{opt_.timeout_ms} * 1'000'000;
+  bool alive = false;  // a keep-alive came
   for (;;) {
+    const int64_t left_ns = std::max<int64_t>(deadline_ns - now_ns(), 0);
     if (pending_) {
       *m = std::move(*pending_);
       pending_.reset();
-    } else if (!oob_.receive(m, static_cast<int>(opt_.timeout_ms), err)) {
+    } else if (!oob_.receive(m, static_cast<int>((left_ns + 999'999) / 1'000'000), err)) {
+      if (alive && now_ns() >= deadline_ns)
+        *err = "the peer sent nothing but keep-alives for " + std::to_string(opt_.timeout_ms) +
+               " ms (it is out of step)";
       return false;
     }
     if (!is_keep_alive(*m)) return true;
+    alive = true;
   }
 }
 

@@ -112,7 +112,7 @@ class Session {
   bool exchange(std::string* err);
   bool connect(std::string* err);
   bool sync(uint32_t what, uint64_t size, uint64_t value, uint64_t* peer_value, std::string* err);
-  // The peer's next message but its keep-alives.
+  // The peer's next message but its keep-alives, within --timeout-ms.
   bool receive_sync(Message* m, std::string* err);
   // A write_bw sender's word, now and then, to a peer that waits for its stream.
   bool keep_alive(std::string* err);

@@ -27,8 +27,9 @@ and a client on daemon b. One --case per test:
              lowered to the window (with a note) and every size verifies
   timeout    runs longer than --timeout-ms that make progress succeed
              (write_bw, --bidir, write_lat); a silent peer, a server whose
-             backlog is full, a stopped server and a stopped sender each
-             end the run in bounded time with the documented message
+             backlog is full, a client that sends only keep-alives, a
+             stopped server and a stopped sender each end the run in
+             bounded time with the documented message
   modes      spin mode (no -e), the progress bar on standard error beside
              a clean table, write_lat --json and write_bw --json fields
   forged_answer  a server that is not smrc-perf: a --timeout-ms of 0 in its
@@ -53,11 +54,13 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from api_test import PLANES, ctl, outputs, sock, start_daemon, start_pair, stop  # noqa: E402
-from softmrcd_test import Failure, Telemetry, check, telemetry_socket, test_main  # noqa: E402
+from softmrcd_test import (Failure, Telemetry, check, plane, telemetry_socket,  # noqa: E402
+                           test_main)
 from two_process_test import fabric_summary, row, start_fabric  # noqa: E402
 
 # The daemons' default timeout (14: 16.8 ms); api_test's small one is for
@@ -287,32 +290,41 @@ def case_window(args):
     with_daemons(args, body)
 
 
+def hello(gid=bytes(16), **fields):
+    """A client's hello (without its length) with `fields` changed."""
+    f = dict(magic=0x46504d53, version=3, test_id=1, bidir=0, qps=1, min_size=64, max_size=64,
+             step_factor=2, iters=10, warmup=1, window=16, signal_every=16, timeout_ms=30000)
+    f.update(fields)
+    body = struct.pack('<IIBBIQQIIIII', *(f[k] for k in (
+        'magic', 'version', 'test_id', 'bidir', 'qps', 'min_size', 'max_size', 'step_factor',
+        'iters', 'warmup', 'window', 'signal_every')))
+    body += gid + struct.pack('<IQI', 1, 0, f['timeout_ms'])
+    return body + struct.pack('<II', 1, 0) * (f['qps'] if f['qps'] <= 4096 else 1)
+
+
+def connect_to_server(args):
+    """A TCP connection to the smrc-perf server on port(args), once it listens."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return socket.create_connection(('::1', port(args)))
+        except ConnectionRefusedError:
+            check(time.monotonic() < deadline, 'the server never listened')
+            time.sleep(0.05)
+
+
 def send_hello(args, **fields):
     """A client that is not smrc-perf says hello to a server with `fields`
     changed; the server's exit status and output, and the reason of its
     refusal as the client reads it (None if it did not refuse)."""
-    f = dict(magic=0x46504d53, version=3, test_id=1, bidir=0, qps=1, min_size=64, max_size=64,
-             step_factor=2, iters=10, warmup=1, window=16, signal_every=16, timeout_ms=30000)
-    f.update(fields)
-    hello = struct.pack('<IIBBIQQIIIII', *(f[k] for k in (
-        'magic', 'version', 'test_id', 'bidir', 'qps', 'min_size', 'max_size', 'step_factor',
-        'iters', 'warmup', 'window', 'signal_every')))
-    hello += bytes(16) + struct.pack('<IQI', 1, 0, f['timeout_ms'])
-    hello += struct.pack('<II', 1, 0) * (f['qps'] if f['qps'] <= 4096 else 1)
+    body = hello(**fields)
     server = subprocess.Popen(perf(args, 'write_bw', 'a', server=True),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                c = socket.create_connection(('::1', port(args)))
-                break
-            except ConnectionRefusedError:
-                check(time.monotonic() < deadline, 'the server never listened')
-                time.sleep(0.05)
+        c = connect_to_server(args)
         with c:
             c.settimeout(30)
-            c.sendall(struct.pack('<I', len(hello)) + hello)
+            c.sendall(struct.pack('<I', len(body)) + body)
             answer = b''
             while chunk := c.recv(65536):
                 answer += chunk
@@ -488,6 +500,30 @@ def case_timeout(args):
                          'Connection timed out')
             for s in queued:
                 s.close()
+        # A client whose hello is good and that then sends only keep-alives,
+        # every 0.2 s: they used to restart the server's wait for its 'ready'
+        # each time, so it waited for ever.
+        done = threading.Event()
+
+        def keep_alives_only():
+            with connect_to_server(args) as c:
+                body = hello(gid=socket.inet_pton(socket.AF_INET6, plane('b', 0)['ip']))
+                c.sendall(struct.pack('<I', len(body)) + body)
+                c.recv(65536)  # the server's answer
+                try:
+                    while not done.wait(0.2):
+                        c.sendall(struct.pack('<IIQQ', 20, 4, 0, 0))  # kAlive
+                except OSError:  # the server gave up and closed
+                    pass
+
+        talker = threading.Thread(target=keep_alives_only, daemon=True)
+        talker.start()
+        try:
+            fails_within(perf(args, 'write_bw', 'a', '--timeout-ms', '1000', server=True), 10,
+                         'smrc-perf: the peer sent nothing but keep-alives for 1000 ms')
+        finally:
+            done.set()
+            talker.join()
         # A write_lat server stopped mid-run: the client's next pong never comes.
         wait = ('--timeout-ms', '1000')
         server = subprocess.Popen(perf(args, 'write_lat', 'a', *wait, server=True),
