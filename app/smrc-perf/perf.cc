@@ -26,6 +26,9 @@ constexpr uint8_t kRefused = 0;
 constexpr size_t kMaxReasonShown = 300;
 // Receives kept posted per QP in write_lat (one per ping or pong in flight).
 constexpr uint32_t kLatRecvs = 16;
+// write_lat's send queue: one Write in flight at a time, and a few before
+// it whose ACKs may trail the peer's answers.
+constexpr uint32_t kLatSends = 16;
 // How often a write_bw wait looks for the peer's keep-alives.
 constexpr int64_t kListenMs = 5;
 // Sync points between the sides, per message size, and a write_bw
@@ -194,12 +197,15 @@ bool Session::open(std::string* err) {
            std::to_string(dev_.max_qp) + " QPs";
     return false;
   }
-  max_send_wr_ = std::min(std::max(p_.window, p_.signal_every) + 2, dev_.max_qp_wr);
   max_recv_wr_ = std::min(kLatRecvs, dev_.max_qp_wr);
-  if (p_.window + 2 > max_send_wr_) {
+  if (p_.test == Test::kWriteLat) {
+    max_send_wr_ = std::min(kLatSends, dev_.max_qp_wr);
+  } else if (p_.window + 2 > dev_.max_qp_wr) {
     *err = "--window " + std::to_string(p_.window) + " is over the device's " +
            std::to_string(dev_.max_qp_wr - 2) + " outstanding Writes per QP";
     return false;
+  } else {
+    max_send_wr_ = std::min(std::max(p_.window, p_.signal_every) + 2, dev_.max_qp_wr);
   }
   pd_ = smrc_alloc_pd(ctx_);
   if (pd_ == nullptr) {

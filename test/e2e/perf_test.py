@@ -25,6 +25,10 @@ and a client on daemon b. One --case per test:
              one in an SRH, from an EV profile made with smrcctl
   window     write_bw with --window under --signal-every: the interval is
              lowered to the window (with a note) and every size verifies
+  small_queue  daemons whose QPs take at most 100 Writes (limits.max_send_wr):
+             write_lat runs (it sized its queue by write_bw's --window,
+             so it could not), write_bw up to a window of 98, and one
+             over is refused with the device's limit
   timeout    runs longer than --timeout-ms that make progress succeed
              (write_bw, --bidir, write_lat); a silent peer, a server whose
              backlog is full, a client that sends only keep-alives, a
@@ -69,7 +73,7 @@ QP = {'timeout': 14}
 
 
 CASES = ['bw_sizes', 'bw_64_qps', 'lat', 'errors', 'extbuf', 'fabric', 'fabric_srv6', 'window',
-         'timeout', 'modes', 'forged_hello', 'forged_answer']
+         'timeout', 'modes', 'forged_hello', 'forged_answer', 'small_queue']
 # How every run waits unless a case says otherwise.
 QUIET_EVENTS = ('--no-progress', '-e')
 
@@ -311,6 +315,22 @@ def connect_to_server(args):
         except ConnectionRefusedError:
             check(time.monotonic() < deadline, 'the server never listened')
             time.sleep(0.05)
+
+
+def case_small_queue(args):
+    def body(a, b):
+        # The server stops waiting soon if the client cannot start.
+        client, _, server = run_pair(args, 'write_lat', '-m', '64', '-s', '64', '-n', '200', '-w',
+                                     '10', server_opts=('--timeout-ms', '5000'))
+        (r,) = rows(client, 7)
+        check(r[0] == 64 and r[1] == 200, client)
+        check('1 message sizes received and verified' in server, server)
+        client, _, _ = run_pair(args, 'write_bw', '-t', '98', '-m', '4096', '-s', '4096', '-n',
+                                '500', '-w', '1', '--json')
+        check(json.loads(client)['verified'], client)
+        expect_fail(perf(args, 'write_bw', 'b', '-t', '99'), 1,
+                    "smrc-perf: --window 99 is over the device's 98 outstanding Writes per QP")
+    with_daemons(args, body, {'limits': {'max_send_wr': 100}})
 
 
 def send_hello(args, **fields):
