@@ -39,18 +39,19 @@ int on_command(const char* cmd, const char* params, rte_tel_data* d) {
   softmrcd::Report report;
   std::string err;
   const std::vector<std::string> args = softmrcd::split_params(params);
+  uint32_t first = 0;  // the reports page as softmrcd's do (report.h)
   if (g_process == nullptr) {
     err = "smrc-fabric is starting or stopping";
   } else if (std::strcmp(cmd, "/softmrc/fabric/set") == 0) {
     softmrcd::request_link_change(g_process->links(), args, &report, &err);
-  } else if (!args.empty()) {
-    err = "no parameters";
+  } else if (args.size() > 1 || (args.size() == 1 && !softmrcd::parse_u32(args[0], &first))) {
+    err = "expected [<first>]";
   } else if (std::strcmp(cmd, "/softmrc/links") == 0) {
     for (const auto& l : g_process->links()) softmrcd::link_rows(*l, &report);
   } else {
     port_rows(*g_process, &report);
   }
-  return softmrcd::put_report(report, err, d, 0);
+  return softmrcd::put_report(report, err, d, first);
 }
 
 }  // namespace
@@ -63,12 +64,13 @@ void attach_telemetry(FabricProcess* f) {
   registered = true;
   rte_telemetry_register_cmd(
       "/softmrc/links", on_command,
-      "Per link and plane: counters, drops by reason, faults. No parameters");
+      "Per link and plane: counters, drops by reason, faults. Parameter: [first]");
   rte_telemetry_register_cmd(
       "/softmrc/fabric/set", on_command,
       "Changes a plane of a link (docs/daemon.md). Parameters: link,plane,what,value[,direction]");
-  rte_telemetry_register_cmd("/softmrc/fabric/ports", on_command,
-                             "Per port: link, side, plane, ethdev counters, link. No parameters");
+  rte_telemetry_register_cmd(
+      "/softmrc/fabric/ports", on_command,
+      "Per port: link, side, plane, ethdev counters, link. Parameter: [first]");
 }
 
 }  // namespace softmrc::smrc_fabric

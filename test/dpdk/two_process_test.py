@@ -478,6 +478,10 @@ def case_fabric_memif(args):
         check(len(ports) == 2 * planes and all(
             r['rx_packets'] > 0 and r['tx_packets'] > 0 and r['link_up'] == 1
             for r in ports.values()), f'a port carried nothing: {ports}', f.output())
+        # Pages from `first`, as softmrcd's reports (one page holds these).
+        check(list(t.query('/softmrc/fabric/ports,1')) == list(ports)[1:], 'ports from 1')
+        bad = t.query('/softmrc/links,x')
+        check(bad == {'error': 'expected [<first>]'}, f'/softmrc/links,x: {bad}')
         # A fault set at run time through the fabric's telemetry, then lifted.
         reply = t.query('/softmrc/fabric/set,0,0,blackhole,on,a_to_b')
         check(reply == {'link0/0': {'requested': 'blackhole on (a_to_b)'}},
