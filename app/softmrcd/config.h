@@ -181,6 +181,7 @@ struct Config {
   uint16_t tx_desc = 512;
   uint32_t link_ring = 512;
   uint64_t link_poll_us = 100;
+  uint64_t tx_stall_us = 1'000;    // a port in use that takes no frame this long is stalled
   uint64_t idle_yield_passes = 0;  // 0: a lcore never yields
   uint64_t snapshot_ms = 100;
   uint64_t log_interval_ms = 1000;

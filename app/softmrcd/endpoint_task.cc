@@ -503,8 +503,16 @@ void EndpointTask::to_control(const engine::Event& e) {
 }
 
 bool EndpointTask::tx_room() const {
+  // A stalled port holds the others back no longer, if another port in use
+  // takes frames; when none does (a link's lcore descheduled fills every
+  // plane's ring at once), dropping would gain nothing: wait.
+  const auto full = [](const Plane& p) {
+    return p.state.engine_up && p.num_pending > kPendingMax - kBurst;
+  };
+  const bool one_takes = std::any_of(planes_.begin(), planes_.end(),
+                                     [&](const Plane& p) { return p.state.engine_up && !full(p); });
   for (const Plane& p : planes_)
-    if (p.state.engine_up && !p.stalled && p.num_pending > kPendingMax - kBurst) return false;
+    if (full(p) && !(p.stalled && one_takes)) return false;
   return true;
 }
 
@@ -525,14 +533,14 @@ uint16_t EndpointTask::flush_tx(Plane& p, uint64_t now) {
     std::memmove(p.pending, p.pending + sent, p.num_pending * sizeof(rte_mbuf*));
   }
   // Backpressure for a moment; a port in use that stays full is treated as
-  // lossy instead, so the other planes go on and the engine's loss
-  // recovery moves its traffic to them.
+  // lossy instead (tx_room()), so the other planes go on and the engine's
+  // loss recovery moves its traffic to them.
   if (p.num_pending <= kPendingMax - kBurst) {
     p.full_since_ns = 0;
     p.stalled = false;
   } else if (p.full_since_ns == 0) {
     p.full_since_ns = now | 1;
-  } else if (!p.stalled && now - p.full_since_ns >= kTxStallNs) {
+  } else if (!p.stalled && now - p.full_since_ns >= cfg_->tx_stall_us * 1'000) {
     p.stalled = true;
     ++p.counters.tx_stalls;
   }

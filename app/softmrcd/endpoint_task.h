@@ -133,9 +133,6 @@ class EndpointTask {
   static constexpr uint16_t kBurst = 32;
   static constexpr uint16_t kPendingMax = 2 * kBurst;
   static constexpr int kMaxTxBurstsPerPass = 4;
-  // A port in use that takes no frame for this long no longer holds the
-  // others back (a hung memif peer, a NIC paused by PFC).
-  static constexpr uint64_t kTxStallNs = 1'000'000;
 
   struct Plane {
     std::unique_ptr<port::EthdevPort> port;
@@ -147,7 +144,7 @@ class EndpointTask {
     rte_mbuf* pending[kPendingMax];  // framed, not yet taken by the port
     uint16_t num_pending = 0;
     uint64_t full_since_ns = 0;  // pending too full for a burst since then (0: it is not)
-    bool stalled = false;        // full for kTxStallNs: frames it has no room for are dropped
+    bool stalled = false;        // full for tx_stall_us: a hung peer, a NIC paused by PFC
     rte_mbuf* received[kBurst];  // this pass's RX burst, not yet handled
     uint16_t num_received = 0;
   };

@@ -27,7 +27,7 @@ enum class Drop : uint8_t {
   kTxBuild,      // the engine handed out a packet lib/wire cannot build
   kTxNoPeer,     // a packet for a peer this endpoint has no addresses for
   kTxPlaneDown,  // framed for a plane that went out of use, and its port refused it
-  kTxStalled,    // framed for a port in use that took no frame for 1 ms, beyond what it holds
+  kTxStalled,    // framed for a stalled port in use (tx_stall_us), beyond what it holds
   kCount,
 };
 const char* drop_name(Drop d);
@@ -51,7 +51,7 @@ struct PlaneCounters {
   uint64_t tx_bytes = 0;
   uint64_t tx_extbuf = 0;     // data packets sent from registered memory in place
   uint64_t link_changes = 0;  // link up/down transitions seen
-  uint64_t tx_stalls = 0;     // times its port took no frame for 1 ms while in use
+  uint64_t tx_stalls = 0;     // times its port took no frame for tx_stall_us while in use
   // Of rx_packets, those whose IPv4 header checksum the port checked.
   uint64_t rx_ipv4_checksum_by_port = 0;
   // A port on an lcore of its own (port_task.h).

@@ -511,7 +511,8 @@ def case_connection_limits(args):
         check(line == 'contexts: 0 open, then EBUSY', f'another application: {line}')
         counted = ctl(args, 'a', 'stats')['applications']
         want = {'connected': 256, 'serving': 256, 'connections': 64 + 257 + 1, 'served': 256,
-                'refused': 0, 'busy': 2, 'hello_timeouts': 64, 'gone': 0, 'events_dropped': 0}
+                'refused': 0, 'busy': 2, 'hello_timeouts': 64, 'gone': 0, 'events_dropped': 0,
+                'events_lost': 0}
         check(counted == want, f'smrcctl stats: applications {counted}, want {want}')
         for app in (second, first):
             code, out = app.finish()

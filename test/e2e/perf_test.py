@@ -691,7 +691,10 @@ def through_fabric(args, srv6):
         # NSCC holds the window at a few packets (about 20 Mb/s measured),
         # and the sweep would take minutes. The test is about the bytes
         # coming through the faults, so only the MPR limits the QP.
-        cc = {'cc_profiles': {'default': {'algorithm': 'none'}}}
+        cc = {'cc_profiles': {'default': {'algorithm': 'none'}},
+              # The fabric's lcore waits to be scheduled for milliseconds:
+              # that is not a stalled port (configuration.md, tx_stall_us).
+              'tx_stall_us': 1_000_000}
         a = start_daemon(args, 'a', QP, cc, ports['a'], srv6)
         b = start_daemon(args, 'b', QP, cc, ports['b'], srv6)
         # smrc-perf takes a profile made with smrcctl by its number.
