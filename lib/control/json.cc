@@ -84,6 +84,12 @@ size_t utf8_sequence(std::string_view s, size_t i) {
 
 }  // namespace
 
+bool is_utf8(std::string_view s) {
+  for (size_t i = 0, n = 0; i < s.size(); i += n)
+    if ((n = utf8_sequence(s, i)) == 0) return false;
+  return true;
+}
+
 // Bytes that are not UTF-8 (a client's words quoted back, cut at any byte)
 // become U+FFFD, so every document is valid JSON.
 std::string json_quote(std::string_view s) {

@@ -84,7 +84,9 @@ inline constexpr size_t kJsonMaxDepth = 32;
 // deeper than kJsonMaxDepth.
 bool parse_json(std::string_view text, Json* out, std::string* err);
 
-// `s` as a JSON string literal, quotes included.
+// `s` as a JSON string literal, quotes included. Bytes that are not UTF-8
+// become U+FFFD, so the literal reads back as `s` exactly when is_utf8(s).
 std::string json_quote(std::string_view s);
+bool is_utf8(std::string_view s);
 
 }  // namespace softmrc::control

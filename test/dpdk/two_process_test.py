@@ -424,6 +424,12 @@ def start_fabric(args, name, planes, link, stats, options=()):
                for e in ('a', 'b')}
 
 
+def with_fabric_output(e, f, a, b):
+    """Failure e with the fabric's output and both daemons' to the end."""
+    return Failure(str(e) + '\n--- fabric ---\n' + f.output() + '\n' +
+                   (final_output(a, b) if a else ''))
+
+
 def through_fabric(args, name, planes, link, traffic, srv6=False, during=None):
     """a and b as memif clients of smrc-fabric's `link` (its ports added),
     running `traffic`; during(f), if given, while they run. Returns the
@@ -441,8 +447,7 @@ def through_fabric(args, name, planes, link, traffic, srv6=False, during=None):
         f.proc.send_signal(signal.SIGTERM)
         code_f = f.wait(10)
     except Failure as e:
-        raise Failure(str(e) + '\n--- fabric ---\n' + f.output() + '\n' +
-                      (final_output(a, b) if a else '')) from None
+        raise with_fabric_output(e, f, a, b) from None
     finally:
         for d in (f, a, b):
             if d:
@@ -573,8 +578,7 @@ def case_fabric_restart(args):
         f.proc.send_signal(signal.SIGTERM)
         code_f = f.wait(10)
     except Failure as e:
-        raise Failure(str(e) + '\n--- fabric ---\n' + f.output() + '\n' +
-                      (final_output(a, b) if a else '')) from None
+        raise with_fabric_output(e, f, a, b) from None
     finally:
         for d in (f, a, b):
             if d:

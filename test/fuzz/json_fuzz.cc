@@ -27,9 +27,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else if (err.empty()) {
     fuzz::fail("a refusal without a message");
   }
+  // Quoted, UTF-8 reads back as itself; anything else as UTF-8 (U+FFFD for
+  // what was not), which quotes to the same literal again.
   control::Json quoted;
-  if (!control::parse_json(control::json_quote(text), &quoted, &err) || !quoted.is_string() ||
-      quoted.as_string() != text)
+  const std::string literal = control::json_quote(text);
+  if (!control::parse_json(literal, &quoted, &err) || !quoted.is_string())
+    fuzz::fail("a quoted string does not read back as a string");
+  if (control::is_utf8(text) ? quoted.as_string() != text
+                             : !control::is_utf8(quoted.as_string()) ||
+                                   control::json_quote(quoted.as_string()) != literal)
     fuzz::fail("a quoted string does not read back as itself");
   return 0;
 }

@@ -62,6 +62,9 @@ TEST(Json, WritesOnlyUtf8) {
        }) {
     EXPECT_EQ(Json(std::string(c.in)).dump(), "\"" + std::string(c.out) + "\"") << c.out;
   }
+  EXPECT_TRUE(is_utf8(kept));
+  EXPECT_FALSE(is_utf8("a\xc3"));
+  EXPECT_FALSE(is_utf8("\xed\xa0\x80"));
   // A lone surrogate escape reads as bytes that are not UTF-8: written back
   // as U+FFFD, not as they came.
   Json j;
