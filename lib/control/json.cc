@@ -99,7 +99,7 @@ std::string json_quote(std::string_view s) {
     if (static_cast<unsigned char>(c) >= 0x80) {
       const size_t n = utf8_sequence(s, i);
       if (n == 0) {
-        out += "\\ufffd";
+        out += "\xef\xbf\xbd";  // U+FFFD, as UTF-8 is written: as it is
       } else {
         out.append(s.substr(i, n));
         i += n - 1;

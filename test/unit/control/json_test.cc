@@ -51,14 +51,15 @@ TEST(Json, WritesOnlyUtf8) {
     const char* out;
   };
   for (const Case& c : {
-           Case{"\xff", "\\ufffd"},                                   // never in UTF-8
-           Case{"x\x80y", "x\\ufffdy"},                               // a lone continuation byte
-           Case{"\xc3", "\\ufffd"},                                   // cut short at the end
-           Case{"\xe2\x82", "\\ufffd\\ufffd"},                        // cut short
-           Case{"\xc0\x80", "\\ufffd\\ufffd"},                        // overlong NUL
-           Case{"\xe0\x80\xaf", "\\ufffd\\ufffd\\ufffd"},             // overlong '/'
-           Case{"\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd"},             // a surrogate
-           Case{"\xf4\x90\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd"},  // above U+10FFFF
+           Case{"\xff", "\xef\xbf\xbd"},                  // never in UTF-8
+           Case{"x\x80y", "x\xef\xbf\xbdy"},              // a lone continuation byte
+           Case{"\xc3", "\xef\xbf\xbd"},                  // cut short at the end
+           Case{"\xe2\x82", "\xef\xbf\xbd\xef\xbf\xbd"},  // cut short
+           Case{"\xc0\x80", "\xef\xbf\xbd\xef\xbf\xbd"},  // overlong NUL
+           Case{"\xe0\x80\xaf", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},  // overlong '/'
+           Case{"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},  // a surrogate
+           Case{"\xf4\x90\x80\x80",
+                "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},  // above U+10FFFF
        }) {
     EXPECT_EQ(Json(std::string(c.in)).dump(), "\"" + std::string(c.out) + "\"") << c.out;
   }
@@ -70,7 +71,7 @@ TEST(Json, WritesOnlyUtf8) {
   Json j;
   std::string err;
   ASSERT_TRUE(parse_json(R"(["\ud800"])", &j, &err)) << err;
-  EXPECT_EQ(j.dump(), R"(["\ufffd\ufffd\ufffd"])");
+  EXPECT_EQ(j.dump(), "[\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"]");
 }
 
 TEST(Json, BoundsTheNesting) {
