@@ -1,8 +1,6 @@
 // Reading and validating smrc-fabric's YAML configuration (see config.h).
 #include "smrc-fabric/config.h"
 
-#include <map>
-
 #include "engine/path/ev_set.h"
 #include "softmrcd/config_reader.h"
 
@@ -10,15 +8,12 @@ namespace softmrc::smrc_fabric {
 
 namespace {
 
+using softmrcd::ClaimedOnce;
+using softmrcd::device_name;
 using softmrcd::fail;
 using softmrcd::index_key;
 using softmrcd::Map;
 using softmrcd::quoted;
-
-// "net_memif0,role=server,..." -> "net_memif0": what names the device.
-std::string device_name(const std::string& spec) {
-  return spec.substr(0, spec.find(','));
-}
 
 void read_ports(Map& m, const char* side, std::vector<std::string>* out) {
   const YAML::Node ports = m.list(side);
@@ -51,15 +46,12 @@ void read_link(const YAML::Node& node, const std::string& key, FabricConfig* c) 
 
 // A device is one port: it cannot be two planes, or two sides.
 void check_ports_unique(const FabricConfig& c) {
-  std::map<std::string, std::string> seen;  // device name -> key
+  ClaimedOnce devices;
   for (size_t i = 0; i < c.links.size(); ++i)
     for (int side = 0; side < 2; ++side)
-      for (size_t p = 0; p < c.links[i].ports[side].size(); ++p) {
-        const std::string key = index_key(index_key("links", i) + (side == 0 ? ".a" : ".b"), p);
-        const std::string name = device_name(c.links[i].ports[side][p]);
-        const auto [at, fresh] = seen.emplace(name, key);
-        if (!fresh) fail(key, "'" + name + "' is also " + at->second);
-      }
+      for (size_t p = 0; p < c.links[i].ports[side].size(); ++p)
+        devices.claim(device_name(c.links[i].ports[side][p]),
+                      index_key(index_key("links", i) + (side == 0 ? ".a" : ".b"), p));
 }
 
 void read_root(const YAML::Node& root, FabricConfig* c) {

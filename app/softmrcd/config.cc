@@ -353,7 +353,7 @@ void check_addresses_unique(const Config& c) {
 void check_hosted_ports(const Config& c) {
   // A device is polled by one plane's lcore; ethdev would hand a second
   // plane the same port ("net_null0,size=64" and "net_null0" are one).
-  std::vector<std::pair<std::string, std::string>> devices;  // device, its key
+  ClaimedOnce devices;
   for (uint32_t i = 0; i < c.hosted; ++i) {
     const EndpointSpec& e = c.endpoints[i];
     if (c.link_of(i) >= 0) continue;
@@ -361,10 +361,7 @@ void check_hosted_ports(const Config& c) {
       const std::string key = index_key(e.key + ".planes", p) + ".port";
       if (e.planes[p].port.empty())
         fail(key, "missing (a PCI address or vdev spec, or join the endpoint to a link)");
-      const std::string device = e.planes[p].port.substr(0, e.planes[p].port.find(','));
-      for (const auto& [other, where] : devices)
-        if (other == device) fail(key, "'" + device + "' is also " + where);
-      devices.emplace_back(device, key);
+      devices.claim(device_name(e.planes[p].port), key);
     }
   }
 }
@@ -372,16 +369,12 @@ void check_hosted_ports(const Config& c) {
 // Each socket is this process's own: two with one path would refuse each
 // other at setup as "in use by another process".
 void check_sockets_unique(const Config& c) {
-  std::vector<std::pair<std::string, std::string>> paths;  // path, its key
+  ClaimedOnce paths;
   if (!c.control_socket.empty() && c.control_socket != "none")
-    paths.emplace_back(c.control_socket, "control_socket");
-  for (uint32_t i = 0; i < c.hosted; ++i) {
-    const EndpointSpec& e = c.endpoints[i];
-    if (e.app_socket.empty()) continue;
-    for (const auto& [other, where] : paths)
-      if (other == e.app_socket) fail(e.key + ".app_socket", "'" + other + "' is also " + where);
-    paths.emplace_back(e.app_socket, e.key + ".app_socket");
-  }
+    paths.claim(c.control_socket, "control_socket");
+  for (uint32_t i = 0; i < c.hosted; ++i)
+    if (!c.endpoints[i].app_socket.empty())
+      paths.claim(c.endpoints[i].app_socket, c.endpoints[i].key + ".app_socket");
 }
 
 // Peers too: the plan gives them QPNs and keys as their own process will.

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 
@@ -155,6 +156,24 @@ class Map {
 inline std::string index_key(const std::string& list, size_t i) {
   return list + "[" + std::to_string(i) + "]";
 }
+
+// "net_memif0,role=server,..." -> "net_memif0": what names the device.
+inline std::string device_name(const std::string& spec) {
+  return spec.substr(0, spec.find(','));
+}
+
+// Values one file may give once (a device, a socket path): the second
+// claim fails, naming the key of the first ("'<value>' is also <key>").
+class ClaimedOnce {
+ public:
+  void claim(const std::string& value, const std::string& key) {
+    const auto [first, fresh] = claims_.emplace(value, key);
+    if (!fresh) fail(key, "'" + value + "' is also " + first->second);
+  }
+
+ private:
+  std::map<std::string, std::string> claims_;  // value -> the key that claimed it
+};
 
 // `path_mtu` (256, 512, 1024, 2048, 4096 or 9000), if present.
 void read_path_mtu(Map& m, uint32_t* out);
