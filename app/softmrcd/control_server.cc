@@ -146,7 +146,6 @@ void ControlServer::add_fds(std::vector<pollfd>* fds) {
 }
 
 void ControlServer::step(const pollfd* ready, size_t count, uint64_t now) {
-  request_snaps_.clear();
   // Clients accepted below were not in this round: only the first
   // `count - 1` entries after the listener are.
   size_t at = 0;
@@ -212,9 +211,7 @@ void ControlServer::accept_without_fds() {
   if (fd >= 0) {
     Client c;
     c.fd = fd;
-    fail(c, Err::kBusy, "softmrcd is out of file descriptors");
-    write_client(c);
-    ::close(fd);
+    refuse(c, Err::kBusy, "softmrcd is out of file descriptors");
   }
   spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
@@ -235,15 +232,12 @@ void ControlServer::accept_clients(uint64_t now) {
       ++refused_;
       std::printf("softmrcd: control: refused a connection: %s\n", why.c_str());
       std::fflush(stdout);
-      fail(c, Err::kPerm, "permission denied: " + why);
-      write_client(c);
-      ::close(fd);
+      refuse(c, Err::kPerm, "permission denied: " + why);
       continue;
     }
     if (clients_.size() >= kMaxClients) {
-      fail(c, Err::kBusy, "too many controller connections (" + std::to_string(kMaxClients) + ")");
-      write_client(c);
-      ::close(fd);
+      refuse(c, Err::kBusy,
+             "too many controller connections (" + std::to_string(kMaxClients) + ")");
       continue;
     }
     ++accepted_;
@@ -299,6 +293,14 @@ void ControlServer::serve_requests(Client& c, uint64_t now) {
     handle(c, line, now);
     request_snaps_.clear();
   }
+}
+
+// One line, as much of it as the socket takes at once, then the connection
+// closes (write_client() may have closed it already).
+void ControlServer::refuse(Client& c, Err code, const std::string& message) {
+  fail(c, code, message);
+  write_client(c);
+  if (c.fd >= 0) ::close(c.fd);
 }
 
 void ControlServer::write_client(Client& c) {
@@ -497,7 +499,8 @@ void ControlServer::probe_start(Client& c, const Words& w, uint64_t now) {
     } else if (k == "count") {
       good = control::parse_number(v, &count) && count >= 1;
     } else if (k == "timeout-ms") {
-      good = control::parse_number(v, &timeout_ms) && timeout_ms >= 1 && timeout_ms <= 10'000;
+      good = control::parse_number(v, &timeout_ms) && timeout_ms >= 1 &&
+             timeout_ms <= control::kMaxProbeWaitMs;
     } else if (k == "evs") {
       for (const std::string& s : control::split_list(v, ',')) {
         uint32_t x = 0;

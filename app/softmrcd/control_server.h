@@ -99,6 +99,7 @@ class ControlServer : public ControlService, public ProfileResolver {
   void read_client(Client& c);
   void serve_requests(Client& c, uint64_t now);
   void write_client(Client& c);
+  void refuse(Client& c, control::Err code, const std::string& message);
   void handle(Client& c, const std::string& line, uint64_t now);
   void reply(Client& c, control::Json result);
   void fail(Client& c, control::Err code, const std::string& message);
