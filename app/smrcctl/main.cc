@@ -21,6 +21,7 @@
 #include "cli/number.h"
 #include "cli/version.h"
 #include "control/json.h"
+#include "control/profiles.h"
 
 namespace {
 
@@ -36,10 +37,9 @@ constexpr int kExitNoReply = 6;     // softmrcd took no connection or sent no re
 
 // How long softmrcd may take to take the connection and to reply
 // (--reply-timeout-ms); ev probe replies after its probes' wait, which the
-// daemon bounds to 10 s.
+// daemon bounds (control::kMaxProbeWaitMs).
 constexpr uint64_t kReplyTimeoutMs = 10'000;
 constexpr uint64_t kMaxReplyTimeoutMs = 3'600'000;
-constexpr uint64_t kMaxProbeWaitMs = 10'000;
 
 constexpr const char* kUsage =
     R"(usage: smrcctl [--socket PATH | --prefix EAL_PREFIX] [--json] [--reply-timeout-ms N]
@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
   // A stopped daemon neither takes connections (its backlog fills) nor
   // replies: the send timeout bounds connect() too.
   const bool probe = words[0] == "ev" && words.size() > 1 && words[1] == "probe";
-  const uint64_t reply_ms = reply_timeout_ms + (probe ? kMaxProbeWaitMs : 0);
+  const uint64_t reply_ms = reply_timeout_ms + (probe ? softmrc::control::kMaxProbeWaitMs : 0);
   const timeval send_timeout = duration(reply_timeout_ms), reply_timeout = duration(reply_ms);
   if (fd < 0 ||
       ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout)) != 0 ||

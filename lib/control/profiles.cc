@@ -70,6 +70,14 @@ Result modify_check(const P* p, const char* what, uint64_t id, bool changes_attr
   return ok();
 }
 
+// The EV fields of a profile as lib/wire expands them.
+wire::EvProfile fields_of(const EvProfile& p) {
+  wire::EvProfile wp;
+  wp.field_count = static_cast<uint8_t>(p.fields.size());
+  for (size_t i = 0; i < p.fields.size(); ++i) wp.fields[i] = p.fields[i];
+  return wp;
+}
+
 Result from_wire(wire::EvExpansionError e, const std::string& where) {
   if (e == wire::EvExpansionError::kOk) return ok();
   return Result::error(wire::ev_expansion_errno(e) == E2BIG ? Err::kTooBig : Err::kInval,
@@ -290,9 +298,7 @@ Result Registry::check_ev_config(const EvProfile& p) const {
   if (p.fields.size() > wire::kMaxEvFields)
     return Result::error(Err::kTooBig,
                          who + ": more than " + std::to_string(wire::kMaxEvFields) + " fields");
-  wire::EvProfile wp;
-  wp.field_count = static_cast<uint8_t>(p.fields.size());
-  for (size_t i = 0; i < p.fields.size(); ++i) wp.fields[i] = p.fields[i];
+  const wire::EvProfile wp = fields_of(p);
   return from_wire(wire::check_ev_profile(format_of(*f), wp), who);
 }
 
@@ -305,9 +311,7 @@ Result Registry::fill_array(EvProfile* p) const {
   p->evs.resize(p->count);
   if (*p->mode == EvProfileMode::kExplicit) return ok();
   const wire::EvFormat f = format_of(*fmt(p->fmt_id));
-  wire::EvProfile wp;
-  wp.field_count = static_cast<uint8_t>(p->fields.size());
-  for (size_t i = 0; i < p->fields.size(); ++i) wp.fields[i] = p->fields[i];
+  const wire::EvProfile wp = fields_of(*p);
   uint64_t generated = 0;
   const uint32_t ports = limits_.num_ports;
   if (Result r = from_wire(wire::ev_generated_count(f, wp, p->count, &generated), pid("EV", p->id));
@@ -349,9 +353,7 @@ Result Registry::check_ev_online(const EvProfile& p) const {
   EvProfile fresh = p;
   if (Result r = fill_array(&fresh); !r.ok()) return r;
   const wire::EvFormat f = format_of(*fmt(p.fmt_id));
-  wire::EvProfile wp;
-  wp.field_count = static_cast<uint8_t>(p.fields.size());
-  for (size_t i = 0; i < p.fields.size(); ++i) wp.fields[i] = p.fields[i];
+  const wire::EvProfile wp = fields_of(p);
   for (size_t i = 0; i < p.evs.size(); ++i) {
     wire::WireEv w;
     const bool stale =
@@ -424,9 +426,7 @@ Result Registry::replace_ev(uint64_t id, uint32_t index, const wire::EvValue& va
     return Result::error(Err::kInval, "port " + std::to_string(port) + " is not in 1.." +
                                           std::to_string(limits_.num_ports));
   // The value must expand: nothing past what the fields consume.
-  wire::EvProfile wp;
-  wp.field_count = static_cast<uint8_t>(p->fields.size());
-  for (size_t i = 0; i < p->fields.size(); ++i) wp.fields[i] = p->fields[i];
+  const wire::EvProfile wp = fields_of(*p);
   wire::WireEv w;
   if (Result r = from_wire(wire::expand_ev(format_of(*fmt(p->fmt_id)), wp, value, &w),
                            pid("EV", id) + ": EV value");
@@ -491,9 +491,7 @@ Result Registry::qp_evs(uint64_t ev_id, std::vector<engine::EvEntry>* out) const
   if (p->state != ProfileState::kOnline)
     return Result::error(Err::kInval, pid("EV", ev_id) + " is not ONLINE");
   const FmtProfile* f = fmt(p->fmt_id);
-  wire::EvProfile wp;
-  wp.field_count = static_cast<uint8_t>(p->fields.size());
-  for (size_t i = 0; i < p->fields.size(); ++i) wp.fields[i] = p->fields[i];
+  const wire::EvProfile wp = fields_of(*p);
   out->clear();
   for (const EvSlot& s : p->evs) {
     engine::EvEntry e{};

@@ -68,6 +68,10 @@ struct DeviceLimits {
   uint32_t num_ports = 1;  // ports are 1..num_ports (port N is plane N - 1)
 };
 
+// The longest an 'ev probe' waits for its replies (timeout-ms): softmrcd
+// refuses more, and smrcctl waits that much longer for such a reply.
+inline constexpr uint32_t kMaxProbeWaitMs = 10'000;
+
 struct FmtProfile {
   uint64_t id = 0;
   ProfileState state = ProfileState::kInit;
