@@ -64,7 +64,6 @@ Verdict Link::enqueue(PacketMeta& pkt, TimeNs now, Rng& rng) {
 
   const Ps now_ps = std::max(to_ps(now), last_now_ps_);
   last_now_ps_ = now_ps;
-  Ps depart_ps = 0;
   bool priority = pkt.control || pkt.trimmed;
   if (!priority) {
     const uint64_t ahead = queued_bytes(data_busy_ps_, now_ps);
@@ -75,26 +74,25 @@ Verdict Link::enqueue(PacketMeta& pkt, TimeNs now, Rng& rng) {
       pkt.trimmed = true;
       ++counters_.trims;
       priority = true;
-    } else {
-      if (pkt.ecn_capable && ahead > cfg_.ecn_threshold_bytes) {
-        pkt.ce = true;
-        ++counters_.ce_marks;
-      }
-      depart_ps = std::max(data_busy_ps_, now_ps) + serialise_ps(pkt.bytes);
-      data_busy_ps_ = depart_ps;
+    } else if (pkt.ecn_capable && ahead > cfg_.ecn_threshold_bytes) {
+      pkt.ce = true;
+      ++counters_.ce_marks;
     }
   }
+  const uint64_t ser_ps = serialise_ps(pkt.bytes);
+  Ps depart_ps = 0;
   if (priority) {
     if (cfg_.priority_buffer_bytes != kUnbounded &&
         queued_bytes(prio_busy_ps_, now_ps) + pkt.bytes > cfg_.priority_buffer_bytes)
       return drop(DropReason::kPriorityOverflow);
-    const uint64_t ser = serialise_ps(pkt.bytes);
-    depart_ps = std::max(prio_busy_ps_, now_ps) + ser;
+    depart_ps = std::max(prio_busy_ps_, now_ps) + ser_ps;
     prio_busy_ps_ = depart_ps;
     // Data that arrives from now on waits for this packet too.
-    data_busy_ps_ = std::max<Ps>(data_busy_ps_ + ser, depart_ps);
+    data_busy_ps_ = std::max<Ps>(data_busy_ps_ + ser_ps, depart_ps);
+  } else {
+    depart_ps = std::max(data_busy_ps_, now_ps) + ser_ps;
+    data_busy_ps_ = depart_ps;
   }
-  const uint64_t ser_ps = serialise_ps(pkt.bytes);
   ++counters_.packets;
   counters_.bytes += pkt.bytes;
   counters_.busy_ps += ser_ps;
