@@ -50,7 +50,7 @@ extern "C" {
 
 /* The library's API version, (major << 16) | minor. */
 uint32_t smrc_api_version(void);
-/* The library's version string, e.g. "softmrc 0.1.0 (api 1.0, protocol 4)":
+/* The library's version string, e.g. "softmrc 0.1.0 (api 1.0, protocol 5)":
  * the API version it implements and the version of the protocol it speaks
  * to softmrcd (a daemon of another protocol version refuses it, EPROTO). */
 const char* smrc_version_string(void);
@@ -250,7 +250,8 @@ int smrc_destroy_comp_channel(struct smrc_comp_channel* channel);
 int smrc_comp_channel_fd(const struct smrc_comp_channel* channel);
 
 /* A CQ of at least `cqe` entries (rounded up to a power of two). `channel`
- * may be NULL. Errors: EINVAL (cqe 0 or over max_cqe), ENOMEM, ENOTCONN. */
+ * may be NULL. Errors: EINVAL (NULL ctx, cqe 0 or over max_cqe, a channel of
+ * another context), ENOMEM, ENOTCONN. */
 struct smrc_cq* smrc_create_cq(struct smrc_context* ctx, int cqe, void* cq_context,
                                struct smrc_comp_channel* channel);
 /* Errors: EINVAL (NULL), EBUSY (a QP still uses it). */
