@@ -57,7 +57,7 @@ void print_usage(const char* prog) {
       "\n"
       "Counters: DPDK telemetry (dpdk-telemetry.py -f <file prefix>): /softmrc/links,\n"
       "/softmrc/fabric/ports, and /softmrc/fabric/set,<link>,<plane>,<what>,<value>\n"
-      "to change a plane while it runs.\n"
+      "[,<direction>] to change a plane while it runs.\n"
       "\n"
       "Exit status: 0 a clean run, 2 bad options, configuration or EAL setup.\n",
       prog);
