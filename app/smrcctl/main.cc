@@ -42,7 +42,7 @@ constexpr uint64_t kReplyTimeoutMs = 10'000;
 constexpr uint64_t kMaxReplyTimeoutMs = 3'600'000;
 
 constexpr const char* kUsage =
-    R"(usage: smrcctl [--socket PATH | --prefix EAL_PREFIX] [--json] [--reply-timeout-ms N]
+    R"(usage: smrcctl [-s|--socket PATH | --prefix EAL_PREFIX] [-j|--json] [--reply-timeout-ms N]
                <command>
        smrcctl --help | --version
 
