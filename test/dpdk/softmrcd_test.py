@@ -158,6 +158,8 @@ class Daemon:
         self.lines = []
         self.pending = b''
         self.consumed = 0  # lines before this were matched or passed over
+        self.killed = False  # by kill(), on purpose
+        self.hung = False  # killed by wait(), past its timeout
         return self
 
     def _read(self, timeout):
@@ -192,6 +194,7 @@ class Daemon:
         deadline = time.monotonic() + timeout
         while self._read(0.1):
             if time.monotonic() > deadline:
+                self.hung = True
                 self.proc.kill()
                 raise Failure('softmrcd did not exit\n--- output ---\n' + self.output())
         self.lines.append(self.pending.decode(errors='replace'))
@@ -219,6 +222,7 @@ class Daemon:
         return code, self.output()
 
     def kill(self):
+        self.killed = True
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()

@@ -169,6 +169,8 @@ def wait_planes_in_use(d, me):
 
 
 def stop(*daemons):
+    """SIGTERM to each daemon still running, then waits for it; one still
+    there 10 s later is killed (check_exits() reports it)."""
     for d in daemons:
         if d and d.proc.poll() is None:
             d.proc.send_signal(signal.SIGTERM)
@@ -177,7 +179,16 @@ def stop(*daemons):
             try:
                 d.wait(10)
             except Failure:
-                d.proc.kill()
+                d.proc.wait()
+
+
+def check_exits(*daemons):
+    """Every daemon a case did not kill on purpose (Daemon.kill()) exited 0
+    by itself: a crash, a sanitizer's report at shutdown or a hang on
+    SIGTERM fails the case even when everything before went well."""
+    bad = [f'{d.prefix} {"did not exit on SIGTERM" if d.hung else "exited"} {d.proc.returncode}'
+           for d in daemons if d and not d.killed and (d.hung or d.proc.returncode != 0)]
+    check(not bad, ', '.join(bad) + outputs(*daemons))
 
 
 def outputs(*daemons):
@@ -311,6 +322,7 @@ def with_pair(args, body, extra=None, nofile_a=None):
     finally:
         App.kill_all()
     stop(a, b)
+    check_exits(a, b)
 
 
 def case_example(args):
@@ -644,8 +656,7 @@ def case_daemon_killed(args):
     def body(a, b):
         app = App([args.helper, 'daemon_dies', sock(args, 'app-a')])
         app.read_line(r'^ready$')
-        a.proc.kill()
-        a.proc.wait()
+        a.kill()
         t0 = time.monotonic()
         code, out = app.finish(timeout=25)
         print(out, end='')

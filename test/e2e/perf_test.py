@@ -62,7 +62,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from api_test import PLANES, ctl, outputs, sock, start_daemon, start_pair, stop  # noqa: E402
+from api_test import (PLANES, check_exits, ctl, outputs, sock, start_daemon, start_pair,  # noqa: E402
+                      stop)
 from softmrcd_test import (Failure, Telemetry, check, plane, telemetry_socket,  # noqa: E402
                            test_main)
 from two_process_test import fabric_summary, row, start_fabric  # noqa: E402
@@ -774,6 +775,7 @@ def with_daemons(args, body, extra=None):
         stop(a, b)
         raise
     stop(a, b)
+    check_exits(a, b)
 
 
 if __name__ == '__main__':
