@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/number.h"
 #include "cli/version.h"
 #include "engine/endpoint.h"
 #include "pattern/pattern.h"
@@ -62,7 +63,8 @@ void usage(FILE* out) {
       "  --planes N           planes, 1..8 (default 4)\n"
       "  --evs-per-plane N    EVs per plane in the QP's profile, 1..64 (default 16)\n"
       "  --msg-kib N          message size, KiB, 1..65536 (default 1024)\n"
-      "  --window N           messages in flight, 1..128 (default 16)\n"
+      "  --window N           messages in flight, 1..128 (default 16); --msg-kib x\n"
+      "                       --window at most 1 GiB\n"
       "  --mtu N              path MTU: 256, 512, 1024, 2048, 4096 or 9000 (default 4096)\n"
       "  --link-gbps N        per-plane link rate, Gb/s, 1..1000 (default 100)\n"
       "  --fail-plane N       plane that fails, below --planes, or -1 for none (default 2)\n"
@@ -84,6 +86,8 @@ void usage(FILE* out) {
       "Exit status: 0 when every byte was verified, 1 when a message failed or a\n"
       "byte was wrong (or the engine could not be set up), 2 for bad arguments.\n");
 }
+
+constexpr uint64_t kMaxWindowKib = 1 << 20;
 
 bool parse_number(const char* s, double lo, double hi, double* out) {
   char* end = nullptr;
@@ -142,6 +146,21 @@ bool parse_options(int argc, char** argv, Options* o) {
       name = n;
       return parse_number(optarg, lo, hi, &v);
     };
+    // Counts and sizes: decimal digits only, not '2.5' read as 2.
+    auto whole = [&](const char* n, uint64_t lo, uint64_t hi) {
+      name = n;
+      uint64_t u = 0;
+      if (!cli::parse_uint(optarg, lo, hi, &u)) return false;
+      v = static_cast<double>(u);
+      return true;
+    };
+    // A plane, 0..7, or -1 for none.
+    auto plane = [&](const char* n) {
+      if (std::strcmp(optarg, "-1") != 0) return whole(n, 0, 7);
+      name = n;
+      v = -1;
+      return true;
+    };
     bool ok = true;
     switch (c) {
       case kGib:
@@ -149,23 +168,23 @@ bool parse_options(int argc, char** argv, Options* o) {
         o->gib = v;
         break;
       case kPlanes:
-        ok = num("--planes", 1, 8);
+        ok = whole("--planes", 1, 8);
         o->planes = static_cast<uint32_t>(v);
         break;
       case kEvs:
-        ok = num("--evs-per-plane", 1, 64);
+        ok = whole("--evs-per-plane", 1, 64);
         o->evs_per_plane = static_cast<uint32_t>(v);
         break;
       case kMsg:
-        ok = num("--msg-kib", 1, 65536);
+        ok = whole("--msg-kib", 1, 65536);
         o->msg_kib = static_cast<uint32_t>(v);
         break;
       case kWindow:
-        ok = num("--window", 1, 128);
+        ok = whole("--window", 1, 128);
         o->window = static_cast<uint32_t>(v);
         break;
       case kMtu:
-        ok = num("--mtu", 256, 9000) && engine::valid_path_mtu(static_cast<uint32_t>(v));
+        ok = whole("--mtu", 256, 9000) && engine::valid_path_mtu(static_cast<uint32_t>(v));
         o->mtu = static_cast<uint32_t>(v);
         break;
       case kLink:
@@ -173,7 +192,7 @@ bool parse_options(int argc, char** argv, Options* o) {
         o->link_gbps = v;
         break;
       case kFailPlane:
-        ok = num("--fail-plane", -1, 7);
+        ok = plane("--fail-plane");
         o->fail_plane = static_cast<int>(v);
         break;
       case kFailAt:
@@ -184,7 +203,7 @@ bool parse_options(int argc, char** argv, Options* o) {
         o->fail_link_down = true;
         break;
       case kTrimPlane:
-        ok = num("--trim-plane", -1, 7);
+        ok = plane("--trim-plane");
         o->trim_plane = static_cast<int>(v);
         break;
       case kTrimGbps:
@@ -192,7 +211,7 @@ bool parse_options(int argc, char** argv, Options* o) {
         o->trim_plane_gbps = v;
         break;
       case kBuffer:
-        ok = num("--switch-buffer-kib", 16, 1 << 20);
+        ok = whole("--switch-buffer-kib", 16, 1 << 20);
         o->switch_buffer_kib = static_cast<uint32_t>(v);
         break;
       case kInterval:
@@ -225,6 +244,14 @@ bool parse_options(int argc, char** argv, Options* o) {
   }
   if (optind < argc) {
     std::fprintf(stderr, "smrc-loopback: unexpected argument '%s'\n", argv[optind]);
+    return false;
+  }
+  // Each endpoint holds a slot per message in flight.
+  if (uint64_t{o->msg_kib} * o->window > kMaxWindowKib) {
+    std::fprintf(stderr,
+                 "smrc-loopback: --msg-kib x --window must be at most %" PRIu64
+                 " KiB (1 GiB, each endpoint's buffer), got %u x %u\n",
+                 kMaxWindowKib, o->msg_kib, o->window);
     return false;
   }
   if (o->fail_plane >= static_cast<int>(o->planes) ||
@@ -562,35 +589,11 @@ int main(int argc, char** argv) {
     std::printf("  plane %d fails at t=%.1f ms (%s)\n", o.fail_plane, o.fail_at_ms,
                 o.fail_link_down ? "link down" : "silent blackhole");
 
-  const double limit_ns = 60e9;  // virtual; a stuck transfer ends the run
-  while (verified_msgs < total_msgs && now < limit_ns && errors == 0) {
-    // Next instant anything happens.
-    double next = limit_ns;
-    if (!fabric.arrivals().empty()) next = fabric.arrivals().top().at_ns;
-    for (Side* s : sides) next = std::min(next, static_cast<double>(s->ep.next_wakeup()));
-    if (!failed) next = std::min(next, fail_ns);
-    now = std::max(now, next);
-
-    if (!failed && now >= fail_ns) {
-      failed = true;
-      const auto p = static_cast<uint8_t>(o.fail_plane);
-      fabric.set_blackholed(p, true);
-      if (o.fail_link_down)
-        for (Side* s : sides) s->ep.set_plane_up(p, false, static_cast<TimeNs>(now));
-    }
-
-    while (!fabric.arrivals().empty() && fabric.arrivals().top().at_ns <= now) {
-      Arrival arr = std::move(const_cast<Arrival&>(fabric.arrivals().top()));
-      fabric.arrivals().pop();
-      wire::PacketView v;
-      if (wire::parse(arr.frame, parse_cfg, &v) != wire::ParseStatus::kOk) {
-        ++parse_errors;
-        continue;
-      }
-      if (arr.dst == 1 && wire::is_data(v.t.opcode)) record(v.payload_len);
-      sides[arr.dst]->ep.on_packet(v, arr.plane, static_cast<TimeNs>(now));
-    }
-
+  // Completions and events: B verifies each message, A posts the next one,
+  // errors end the run. Called after arrivals and again after the
+  // transmit pass, whose timers may have just failed the QP: nothing may be
+  // due after that, and the run must end now, not at the time limit.
+  auto drain = [&]() {
     engine::Completion wc[32];
     size_t n;
     while ((n = a.ep.poll_completions(wc, 32)) > 0) {
@@ -637,7 +640,40 @@ int main(int argc, char** argv) {
         }
       }
     }
+  };
 
+  const double limit_ns = 60e9;  // virtual; a stuck transfer ends the run
+  while (verified_msgs < total_msgs && now < limit_ns && errors == 0) {
+    // Next instant anything happens.
+    double next = limit_ns;
+    if (!fabric.arrivals().empty()) next = fabric.arrivals().top().at_ns;
+    for (Side* s : sides) next = std::min(next, static_cast<double>(s->ep.next_wakeup()));
+    if (!failed) next = std::min(next, fail_ns);
+    now = std::max(now, next);
+
+    if (!failed && now >= fail_ns) {
+      failed = true;
+      const auto p = static_cast<uint8_t>(o.fail_plane);
+      fabric.set_blackholed(p, true);
+      if (o.fail_link_down)
+        for (Side* s : sides) s->ep.set_plane_up(p, false, static_cast<TimeNs>(now));
+    }
+
+    while (!fabric.arrivals().empty() && fabric.arrivals().top().at_ns <= now) {
+      Arrival arr = std::move(const_cast<Arrival&>(fabric.arrivals().top()));
+      fabric.arrivals().pop();
+      wire::PacketView v;
+      if (wire::parse(arr.frame, parse_cfg, &v) != wire::ParseStatus::kOk) {
+        ++parse_errors;
+        continue;
+      }
+      if (arr.dst == 1 && wire::is_data(v.t.opcode)) record(v.payload_len);
+      sides[arr.dst]->ep.on_packet(v, arr.plane, static_cast<TimeNs>(now));
+    }
+
+    drain();
+
+    size_t n;
     for (int side = 0; side < 2; ++side) {
       while ((n = sides[side]->ep.poll_tx(tx.data(), tx.size(), static_cast<TimeNs>(now))) > 0) {
         for (size_t i = 0; i < n; ++i) {
@@ -658,6 +694,8 @@ int main(int argc, char** argv) {
       }
     }
 
+    drain();
+
     while (now >= next_report) {
       const FabricCounters& fc = fabric.counters();
       std::printf("t=%6.1f ms  goodput %6.1f Gb/s  planes Gb/s", next_report / 1e6,
@@ -677,12 +715,18 @@ int main(int argc, char** argv) {
   }
 
   const double elapsed_ms = now / 1e6;
-  const double goodput = total_bytes * 8 / now;
+  // What was verified, over the time it took (not what was asked for).
+  const uint64_t verified_bytes = verified_msgs * msg_bytes;
+  const double goodput = now > 0 ? static_cast<double>(verified_bytes) * 8 / now : 0.0;
   std::printf("\n%.2f GiB verified in %.1f virtual ms (%.1f Gb/s), %" PRIu64 " errors, %" PRIu64
               " parse errors, %" PRIu64 " EV state changes\n",
-              verified_msgs * msg_bytes / double(1ull << 30), elapsed_ms, goodput, errors,
-              parse_errors, ev_changes);
-  if (failed) report_dip(o, bins, bin_ns, fail_ns);
+              verified_bytes / double(1ull << 30), elapsed_ms, goodput, errors, parse_errors,
+              ev_changes);
+  if (failed)
+    report_dip(o, bins, bin_ns, fail_ns);
+  else if (o.fail_plane >= 0)
+    std::printf("plane %d did not fail: the run ended before t=%.1f ms\n", o.fail_plane,
+                o.fail_at_ms);
   const FabricCounters& fc = fabric.counters();
   std::printf("fabric: %" PRIu64 " packets, %" PRIu64 " trimmed, %" PRIu64 " CE-marked, %" PRIu64
               " dropped\n",
