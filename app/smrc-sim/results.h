@@ -18,7 +18,8 @@ namespace softmrc::sim {
 struct StepRecord {
   uint32_t step = 0;
   TimeNs start_ns = 0;
-  TimeNs end_ns = 0;   // the last transfer's data arrived: the step time ends here
+  TimeNs end_ns = 0;   // the last transfer's data arrived, or it failed: the step time ends
+                       // here (the run's end for a step the run stopped in)
   TimeNs done_ns = 0;  // every connection of the step released
   uint32_t transfers = 0;
   uint32_t failed = 0;

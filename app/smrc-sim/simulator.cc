@@ -152,7 +152,9 @@ RunResult Simulator::run() {
       opt_.progress(Progress{now_, step_, workload_.steps(), workload_.finished_count(),
                              workload_.transfers(), result_.events});
   }
-  if (all_done_) result_.stop = "every step completed";
+  if (all_done_)
+    result_.stop =
+        result_.steps_failed() ? "every step ended, some transfers failed" : "every step completed";
   finish_result();
   return std::move(result_);
 }
@@ -232,7 +234,10 @@ void Simulator::done(uint32_t transfer, TimeNs now) {
 
 void Simulator::failed(uint32_t transfer, TimeNs now, const char* why) {
   const Transfer& t = workload_.transfer(transfer);
-  ++result_.steps.back().failed;
+  // A failed transfer counts as finished, so its step lasts until it failed.
+  StepRecord& rec = result_.steps.back();
+  ++rec.failed;
+  rec.end_ns = std::max(rec.end_ns, now);
   if (TransferRecord* r = record(transfer)) {
     r->done_ns = now;
     r->failed = true;
@@ -401,6 +406,8 @@ void Simulator::apply_faults() {
 void Simulator::finish_result() {
   RunResult& r = result_;
   r.finished = all_done_;
+  // A step the run stopped in lasted at least until the run's end.
+  if (step_active_ && !r.steps.empty()) r.steps.back().end_ns = now_;
   for (const StepRecord& s : r.steps) r.finished = r.finished && s.complete;
   r.end_ns = now_;
   std::sort(r.mct_ns.begin(), r.mct_ns.end());

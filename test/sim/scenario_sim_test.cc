@@ -4,7 +4,12 @@
 // turns overflow into NACKs, and a run replays exactly from its seed.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "engine/qp_attr.h"
 #include "sim_util.h"
@@ -232,6 +237,60 @@ TEST(SimScenario, BlackholeIsAvoidedByMrcAndFailsTheBaseline) {
   EXPECT_GT(r.steps_failed(), 0u);
   EXPECT_FALSE(r.finished);
   EXPECT_GT(r.stack.qp_errors, 0u);
+}
+
+// A transfer that fails counts as finished: its step lasts until the
+// failure, not until the last transfer that arrived. A step the run stops
+// in (the time limit) lasts until the end of the run. Per-host goodput
+// divides by these step times, so it must not count a stalled step as
+// short: 32 KiB over a 100 us step that never ended is not 19 Gb/s.
+TEST(SimScenario, StepTimesRunUntilFailuresAndTheEndOfARunStoppedMidStep) {
+  const std::string base =
+      "workload: {pattern: permutation, message_kib: 64, steps: 2}\n"
+      "faults:\n  - {type: blackhole, at_us: 0, plane: 0, host: 1}\n";
+  const uint64_t seed = seed_or_env(23);
+  SCOPED_TRACE(seed_note(seed));
+  {
+    const RunResult r =
+        run(with(base + "roce: {timeout: 4, retry: 1}\n"), TransportKind::kRoce, seed).result;
+    ASSERT_GT(r.steps_failed(), 0u);
+    EXPECT_EQ(r.stop, "every step ended, some transfers failed");
+    for (const StepRecord& s : r.steps) {
+      TimeNs last = 0;
+      for (const TransferRecord& x : r.transfers)
+        if (x.t.step == s.step) last = std::max(last, x.failed ? x.done_ns : x.delivered_ns);
+      EXPECT_EQ(s.end_ns, last) << "step " << s.step;
+    }
+  }
+  const RunResult r =
+      run(with(base + "run: {time_limit_ms: 0.1}\n"), TransportKind::kRoce, seed).result;
+  ASSERT_EQ(r.stop, "time limit (run.time_limit_ms)");
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_FALSE(r.steps[0].complete);
+  EXPECT_EQ(r.end_ns, 100'000u);
+  EXPECT_EQ(r.steps[0].end_ns, r.end_ns);
+
+  char dir[] = "/tmp/sim_steps_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  ASSERT_EQ(write_results(dir, with(base), {r}), "");
+  std::FILE* f = std::fopen((std::string(dir) + "/hosts.csv").c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char line[256];
+  ASSERT_NE(std::fgets(line, sizeof line, f), nullptr);  // the header
+  uint32_t rows = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned host = 0;
+    unsigned long long bytes = 0;
+    double gbps = 0;
+    ASSERT_EQ(std::sscanf(line, "roce,%*u,%u,%llu,%lf", &host, &bytes, &gbps), 3) << line;
+    EXPECT_NEAR(gbps, static_cast<double>(bytes) * 8 / 100'000, 0.001) << line;
+    ++rows;
+  }
+  std::fclose(f);
+  EXPECT_EQ(rows, 16u);
+  for (const char* name : {"summary.json", "steps.csv", "timeseries.csv", "hosts.csv"})
+    std::remove((std::string(dir) + "/" + name).c_str());
+  rmdir(dir);
 }
 
 TEST(SimScenario, SwitchRebootTakesEvsOutAndProbesBringThemBack) {
