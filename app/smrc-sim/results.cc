@@ -67,6 +67,12 @@ TimeNs RunResult::step_quantile(double q) const {
   return quantile(t, q);
 }
 
+double bin_gbps(const RunResult& r, size_t b) {
+  const TimeNs start = b * r.bin_ns;
+  const TimeNs width = r.end_ns > start ? std::min(r.bin_ns, r.end_ns - start) : 0;
+  return width ? static_cast<double>(r.bins[b].rx_bytes) * 8 / static_cast<double>(width) : 0;
+}
+
 void print_summary(std::FILE* out, const RunResult& r) {
   const std::vector<double> hg = sorted_host_gbps(r);
   const double line = static_cast<double>(r.host_rate_mbps) / 1000;
@@ -209,8 +215,7 @@ std::string write_results(const std::string& dir, const Scenario& sc,
     for (size_t b = 0; b < r.bins.size(); ++b) {
       const Bin& x = r.bins[b];
       std::fprintf(series.get(), "%s,%" PRIu64 ",%.3f,%.3f,%u,%u,%u,%u\n", t, r.seed,
-                   us(b * r.bin_ns), static_cast<double>(x.rx_bytes) * 8 / r.bin_ns, x.ev_to_bad,
-                   x.ev_to_good, x.drops, x.trims);
+                   us(b * r.bin_ns), bin_gbps(r, b), x.ev_to_bad, x.ev_to_good, x.drops, x.trims);
     }
     for (size_t h = 0; h < r.host_rx_bytes.size(); ++h)
       std::fprintf(hosts.get(), "%s,%" PRIu64 ",%zu,%" PRIu64 ",%.3f\n", t, r.seed, h,

@@ -64,7 +64,7 @@ struct RunResult {
   std::vector<double> flow_gbps;  // per transfer: bytes / completion time, sorted
   std::vector<uint64_t> host_rx_bytes;
   TimeNs bin_ns = 0;
-  std::vector<Bin> bins;
+  std::vector<Bin> bins;  // [b x bin_ns, (b + 1) x bin_ns), the last one up to end_ns
   std::vector<FaultNote> faults;
   std::vector<TransferRecord> transfers;  // step by step, by id (record_transfers only)
   // Fabric, over every link.
@@ -94,6 +94,10 @@ T quantile(const std::vector<T>& sorted, double q) {
   const auto i = static_cast<size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
   return sorted[std::min(i, sorted.size() - 1)];
 }
+
+// Goodput of all hosts in time-series bin `b`, Gb/s, over the part of the
+// bin the run covered: the last bin ends with the run, usually part way.
+double bin_gbps(const RunResult& r, size_t b);
 
 void print_summary(std::FILE* out, const RunResult& r);
 // Writes summary.json, steps.csv, timeseries.csv and hosts.csv into `dir`.

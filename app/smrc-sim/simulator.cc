@@ -439,7 +439,20 @@ void Simulator::finish_result() {
   r.util_host_up = up / host_links;
   r.util_host_down = down / host_links;
   r.util_fabric = n_fab ? fab / static_cast<double>(n_fab) : 0;
-  bin(now_);  // the series covers the whole run
+  // The series covers the whole run and no more: a run that ends on a bin's
+  // boundary leaves that bin no width, and what happened at that instant
+  // belongs to the bin it closes.
+  bin(now_);
+  if (now_ > 0 && now_ % r.bin_ns == 0 && r.bins.size() == now_ / r.bin_ns + 1) {
+    const Bin last = r.bins.back();
+    r.bins.pop_back();
+    Bin& prev = r.bins.back();
+    prev.rx_bytes += last.rx_bytes;
+    prev.ev_to_bad += last.ev_to_bad;
+    prev.ev_to_good += last.ev_to_good;
+    prev.drops += last.drops;
+    prev.trims += last.trims;
+  }
 }
 
 }  // namespace softmrc::sim
