@@ -266,6 +266,13 @@ int main(int argc, char** argv) {
   if (o.framed) sc.run.framed = true;
   if (!o.transports.empty()) sc.run.transports = o.transports;
   const uint64_t first = o.have_seed ? o.seed : sc.run.seed;
+  if (o.seeds - 1 > UINT64_MAX - first) {
+    std::fprintf(stderr,
+                 "smrc-sim: --seeds: %u seeds from %" PRIu64 " would pass the last seed, %" PRIu64
+                 "\n",
+                 o.seeds, first, UINT64_MAX);
+    return 2;
+  }
 
   std::vector<Task> tasks;
   for (uint32_t i = 0; i < o.seeds; ++i)

@@ -48,6 +48,11 @@ expect 2 "bad.yaml: workload.pattern: must be one of" "$tmp/bad.yaml"
 printf 'topology: {hosts: 4, radix: 4}\n? [x]\n: 1\n' >"$tmp/key.yaml"
 expect 2 "key.yaml: the key on line 2 is a list or mapping, not a name" "$tmp/key.yaml"
 expect 2 "--trace needs a single run" "$tmp/tiny.yaml" --trace "$tmp/t.trace"
+# Seeds count up from the first one, and do not wrap round to 0.
+expect 2 "--seeds: 2 seeds from 18446744073709551615 would pass the last seed" \
+  "$tmp/tiny.yaml" --seed 18446744073709551615 --seeds 2
+expect 0 "mrc seed 18446744073709551615" "$tmp/tiny.yaml" --seed 18446744073709551615 \
+  --transport mrc
 
 expect 0 "every step completed" "$tmp/tiny.yaml" --seeds 2 --jobs 2 --out "$tmp/out" --no-progress
 for f in summary.json steps.csv timeseries.csv hosts.csv; do
