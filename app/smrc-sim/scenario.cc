@@ -1,7 +1,9 @@
 // Scenario YAML; see scenario.h.
 #include "scenario.h"
 
+#include <cinttypes>
 #include <cmath>
+#include <cstdio>
 
 #include "engine/qp_attr.h"
 #include "fabric/config.h"
@@ -12,6 +14,8 @@ namespace {
 
 using fabric::ConfigError;
 using fabric::ConfigNode;
+
+constexpr uint64_t kMaxBins = 1'000'000;
 
 TimeNs us(const ConfigNode& n, const char* key, double lo, double hi, double def_us) {
   return static_cast<TimeNs>(std::llround(n.number(key, lo, hi, def_us) * 1000));
@@ -96,6 +100,17 @@ RunConfig read_run(const ConfigNode& n) {
   r.framed = n.boolean("framed", r.framed);
   r.verify = n.boolean("verify", r.verify);
   r.bin_ns = us(n, "bin_us", 0.1, 1e6, 10);
+  // The time series is kept in memory and written out whole: a run that
+  // goes on to its limit fills every bin up to it.
+  if (r.time_limit_ns / r.bin_ns > kMaxBins) {
+    char why[160];
+    std::snprintf(why, sizeof why,
+                  "at least %g for a time_limit_ms of %g: the time series holds at most %" PRIu64
+                  " bins",
+                  static_cast<double>(r.time_limit_ns) / kMaxBins / 1000,
+                  static_cast<double>(r.time_limit_ns) / 1e6, kMaxBins);
+    n.fail("bin_us", why);
+  }
   r.port_detect_ns = us(n, "port_detect_us", 0, 1e6, 10);
   r.nic_queue_packets = static_cast<uint32_t>(n.integer("nic_queue_packets", 1, 1024, 4));
   return r;

@@ -133,6 +133,15 @@ TEST(ScenarioFile, ErrorsNameTheKeyAndTheProblem) {
             "run.sed: unknown key (known here: seed, time_limit_ms, framed, verify, bin_us, "
             "port_detect_us, nic_queue_packets)");
   EXPECT_EQ(error_of("workload: {}\n"), "topology: missing (a mapping is required)");
+  // A run stuck until its limit fills every bin up to it, in memory.
+  EXPECT_EQ(error_of(topo + "run: {time_limit_ms: 1000000, bin_us: 100}\n"),
+            "run.bin_us: at least 1000 for a time_limit_ms of 1e+06: the time series holds at "
+            "most 1000000 bins");
+  EXPECT_EQ(error_of(topo + "run: {time_limit_ms: 1000000, bin_us: 1000}\n"), "");
+  EXPECT_EQ(error_of(topo + "run: {time_limit_ms: 1000, bin_us: 1}\n"), "");
+  EXPECT_EQ(error_of(topo + "run: {time_limit_ms: 1000, bin_us: 0.1}\n"),
+            "run.bin_us: at least 1 for a time_limit_ms of 1000: the time series holds at most "
+            "1000000 bins");
 }
 
 TEST(ScenarioFile, EveryShippedScenarioLoads) {
