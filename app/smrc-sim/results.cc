@@ -83,8 +83,11 @@ void print_summary(std::FILE* out, const RunResult& r) {
   for (const StepRecord& s : r.steps) complete += s.complete;
   std::fprintf(out, "  steps %u/%zu complete, transfers failed %" PRIu64 "\n", complete,
                r.steps.size(), r.steps_failed());
-  std::fprintf(out, "  step time us: p50 %.1f  p99 %.1f  max %.1f\n", us(r.step_quantile(0.5)),
-               us(r.step_quantile(0.99)), us(r.step_quantile(1)));
+  if (complete)
+    std::fprintf(out, "  step time us: p50 %.1f  p99 %.1f  max %.1f\n", us(r.step_quantile(0.5)),
+                 us(r.step_quantile(0.99)), us(r.step_quantile(1)));
+  else  // not 0.0: no step took no time
+    std::fprintf(out, "  step time us: no step completed\n");
   std::fprintf(out, "  message completion us: p50 %.1f  p99 %.1f  max %.1f (%zu messages)\n",
                us(quantile(r.mct_ns, 0.5)), us(quantile(r.mct_ns, 0.99)), us(quantile(r.mct_ns, 1)),
                r.mct_ns.size());

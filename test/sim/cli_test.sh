@@ -65,6 +65,17 @@ steps=$(($(wc -l <"$tmp/out/steps.csv") - 1))
 [[ $steps == 8 ]] || fail "steps.csv has $steps rows, wanted 8"
 
 expect 0 "" "$tmp/tiny.yaml" --transport mrc --trace "$tmp/t.trace" --quiet
+
+# A run stopped before any step completed has no step time (not 0.0 us).
+cat >"$tmp/stuck.yaml" <<'YAML'
+topology: {hosts: 4, radix: 4}
+faults: [{type: blackhole, at_us: 0, plane: 0, host: 1}]
+workload: {message_kib: 64}
+run: {time_limit_ms: 0.1}
+YAML
+expect 0 "step time us: no step completed" "$tmp/stuck.yaml" --transport roce
+out=$("$sim" "$tmp/stuck.yaml" --transport roce 2>&1)
+[[ $out != *"step time us: p50"* ]] || fail "a run with no complete step printed step times: $out"
 grep -q "step 1 ends" "$tmp/t.trace" || fail "the trace has no 'step 1 ends' line"
 
 # The shipped reference scenario replays to its checked-in trace from the CLI too.
