@@ -200,7 +200,10 @@ void Qp::send_feedback(wire::NackCode code, uint32_t ref_psn, uint32_t echo_tag,
   uint32_t ev = evs_.pick_on_plane(plane, now);
   if (ev == kNoEv) ev = evs_.pick(now);
   if (ev == kNoEv) {
+    // Nothing leaves until an EV is usable again: a delayed ACK waits for
+    // the next feedback instead of staying due (and the endpoint busy).
     ++s.ep.ctrl_no_ev;
+    ack_deadline_ = kNever;
     return;
   }
   TxPacket* out = s.ctrl.emplace();

@@ -409,6 +409,32 @@ TEST(Responder, FeedbackIsSentAgainOnALivePlaneWhenAPlaneIsLost) {
   EXPECT_EQ(fb[0].t.fb.echo_tag, kNoEv) << "no packet to take an RTT sample from";
 }
 
+// The peer may take every plane away (a port status with no bit set): a
+// delayed ACK that then has no EV to leave on must not stay due, or the
+// endpoint asks to be called at once, forever (a virtual-time driver spins
+// without advancing time). It goes with the next feedback that can leave.
+TEST(Responder, DelayedAckWithNoUsableEvLeftIsNotDueForever) {
+  OneQp q;
+  const auto p = bytes(1024, 0);
+  q.ep.on_packet(q.data(500, Opcode::kWriteFirst, 0, 4096, 0, p), 0, 0);
+  EXPECT_EQ(q.ep.next_wakeup(), 4'000u) << "the delayed ACK";
+  wire::PacketView ps;
+  ps.t.opcode = Opcode::kPortStatus;
+  ps.t.dest_qpn = q.qpn;
+  ps.t.port_status = wire::PortStatus{0, 1, 2};
+  q.ep.on_packet(ps, 1, 1'000);
+  EXPECT_EQ(q.qp().evs().usable_count(), 0u);
+  EXPECT_TRUE(feedback(q, 5'000).empty());
+  EXPECT_GT(q.ep.next_wakeup(), 5'000u) << "nothing can be sent: no work now";
+
+  ps.t.port_status = wire::PortStatus{0b11, 2, 2};
+  q.ep.on_packet(ps, 1, 6'000);
+  q.ep.on_packet(q.data(501, Opcode::kWriteMiddle, 1024, 4096, 1024, p), 0, 7'000);
+  const auto fb = feedback(q, 11'000);
+  ASSERT_EQ(fb.size(), 1u);
+  EXPECT_EQ(fb[0].t.fb.cum_psn, 502u);
+}
+
 TEST(Responder, DestroyingOrResettingAQpDropsItsQueuedFeedback) {
   for (const bool destroy : {true, false}) {
     SCOPED_TRACE(destroy ? "destroy" : "reset");
