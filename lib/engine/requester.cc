@@ -478,12 +478,14 @@ void Qp::on_feedback(const wire::PacketView& pkt, uint32_t src_peer, TimeNs now,
   // packet that fills the oldest hole (the slowest path's) must be sampled.
   TimeNs rtt_ns = 0;
   if (rtt_candidate && ref_slot->state == TxState::kAcked) {
-    const TimeNs svc =
-        ((fb.flags & wire::kFbSvcTimeValid) && !(attr_.caps & kCapSvcTimeDestUnsupported))
-            ? fb.service_time_ns
-            : 0;
+    // A service time as long as the round trip itself is wrong (a peer
+    // counting in another unit): the raw RTT is the better sample.
     const TimeNs raw = now - ref_slot->sent_ns;
-    rtt_ns = raw > svc ? raw - svc : 1;
+    const TimeNs svc = ((fb.flags & wire::kFbSvcTimeValid) &&
+                        !(attr_.caps & kCapSvcTimeDestUnsupported) && fb.service_time_ns < raw)
+                           ? fb.service_time_ns
+                           : 0;
+    rtt_ns = std::max<TimeNs>(raw - svc, 1);
     srtt_ns_ = srtt_ns_ == 0 ? rtt_ns : (7 * srtt_ns_ + rtt_ns) / 8;
     // A decaying maximum: the slowest path's samples keep it up, and it
     // forgets a path that got faster within a few dozen samples.

@@ -1007,5 +1007,22 @@ TEST(Cc, LossesTheEvsCannotExplainAndTimeoutsReachTheCongestionController) {
   EXPECT_EQ(q.qp().cc().counters().timeouts, 1u);
 }
 
+// A responder cannot hold a packet longer than its round trip took. A
+// service time that says it did (a peer counting in the wrong unit) used
+// to leave an RTT sample of 1 ns: the smoothed RTT collapsed, and NSCC's
+// base RTT, which only ever ratchets down, stayed at 1 ns for good.
+TEST(Rtt, AServiceTimeLongerThanTheRoundTripIsIgnored) {
+  OneQp q(nscc_config(1));
+  ASSERT_TRUE(q.write(1, 0, 1024).ok());
+  const auto tx = q.tx(0);
+  ASSERT_EQ(tx.size(), 1u);
+  wire::PacketView ack = q.ack(101, 100, tx[0].ev, {}, NackCode::kNone, wire::kFbSvcTimeValid);
+  ack.t.fb.service_time_ns = 15'000'000;  // 15 ms: microseconds taken for nanoseconds
+  q.ep.on_packet(ack, 0, 15'000);
+  EXPECT_EQ(q.qp().snd_una(), 101u);
+  EXPECT_EQ(q.qp().srtt_ns(), 15'000u) << "the round trip as measured";
+  EXPECT_EQ(q.qp().cc().base_rtt_ns(), 10'000u) << "the configured one, not 1 ns";
+}
+
 }  // namespace
 }  // namespace softmrc::engine::test
