@@ -289,6 +289,9 @@ void Endpoint::on_packet(const wire::PacketView& pkt, uint8_t plane, TimeNs now,
 
 // Probe requests are answered by the endpoint, on the plane they came in
 // on: for a QP over one of its EVs, for QPN 0 over the framer's default path.
+// A QP with no usable EV answers on the default path too: when both ends
+// have none (each blacklisted the EVs of a plane that went dark, then lost
+// their other planes), unanswered probes would keep them apart for good.
 void Endpoint::answer_probe(const wire::PacketView& pkt, uint8_t plane, TimeNs now,
                             uint32_t src_peer) {
   const uint32_t qpn = pkt.t.dest_qpn & wire::kQpnMask;
@@ -301,10 +304,6 @@ void Endpoint::answer_probe(const wire::PacketView& pkt, uint8_t plane, TimeNs n
     }
     ev = q->evs().pick_on_plane(plane, now);
     if (ev == kNoEv) ev = q->evs().pick(now);
-    if (ev == kNoEv) {
-      ++counters_.ctrl_no_ev;
-      return;
-    }
   } else if (qpn != kQpnConnectionless || src_peer == kUnknownPeer) {
     ++counters_.rx_unknown_qpn;
     return;
@@ -316,9 +315,9 @@ void Endpoint::answer_probe(const wire::PacketView& pkt, uint8_t plane, TimeNs n
   }
   out->peer = q ? q->attr().peer : src_peer;
   out->src_qpn = q ? qpn : kQpnConnectionless;
-  out->plane = q ? q->evs().entry(ev).plane : plane;
+  out->plane = ev != kNoEv ? q->evs().entry(ev).plane : plane;
   out->ev = ev;
-  out->wire_ev = q ? &q->evs().entry(ev).value : &kDefaultEv;
+  out->wire_ev = ev != kNoEv ? &q->evs().entry(ev).value : &kDefaultEv;
   out->is_data = false;
   clear_transport(out);
   out->t.opcode = wire::Opcode::kProbeReply;

@@ -4,6 +4,7 @@
 // the protocol errors. The test plays the requester by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "engine/psn.h"
@@ -369,6 +370,46 @@ TEST(Responder, ProbeRequestsAreAnsweredOnTheirArrivalPlaneEvenForQpnZero) {
   EXPECT_EQ(out[0].plane, 1);
   EXPECT_EQ(q.qp().evs().entry(out[0].ev).plane, 1);
   EXPECT_EQ(q.ep.counters().probe_replies_tx, 2u);
+}
+
+// A QP may have no usable EV at all: plane 1 went dark both ways, so each
+// side took its EVs there for ASSUMED_BAD (min_active kept plane 0's),
+// then plane 0 failed. Plane 1 heals; both sides probe it. If neither
+// answers for want of a usable EV, neither EV set ever recovers, and both
+// QPs run out of retries over a working plane. The reply goes on the
+// arrival plane's default path instead.
+TEST(Responder, AProbeIsAnsweredEvenWithNoUsableEv) {
+  OneQp q;  // 2 planes x 2 EVs, min_active 1
+  ASSERT_TRUE(q.write(1, 0, 4 * 1024).ok());
+  ASSERT_EQ(q.tx(0).size(), 4u);
+  q.tx(ack_timeout_ns(q.config().timeout));  // every EV loses a packet: three go ASSUMED_BAD
+  ASSERT_EQ(q.qp().evs().usable_count(), 1u);
+  uint8_t good_plane = 0;
+  for (uint32_t e = 0; e < q.qp().evs().size(); ++e)
+    if (q.qp().evs().usable(e)) good_plane = q.qp().evs().entry(e).plane;
+  const auto dark_plane = static_cast<uint8_t>(1 - good_plane);
+  q.ep.set_plane_up(good_plane, false, 2'000'000);
+  ASSERT_EQ(q.qp().evs().usable_count(), 0u);
+  q.tx(2'000'000);
+
+  wire::PacketView req;
+  req.t.opcode = Opcode::kProbeRequest;
+  req.t.dest_qpn = q.qpn;
+  req.t.path_tag = 0x55;
+  req.t.probe.req_id = 9;
+  q.ep.on_packet(req, dark_plane, 2'000'100);
+  const auto out = q.tx(2'000'100);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].t.opcode, Opcode::kProbeReply);
+  EXPECT_EQ(out[0].peer, 9u);
+  EXPECT_EQ(out[0].t.dest_qpn, 77u);
+  EXPECT_EQ(out[0].plane, dark_plane);
+  EXPECT_EQ(out[0].ev, kNoEv) << "the framer's default path";
+  ASSERT_NE(out[0].wire_ev, nullptr);
+  EXPECT_TRUE(std::all_of(std::begin(out[0].wire_ev->bytes), std::end(out[0].wire_ev->bytes),
+                          [](uint8_t b) { return b == 0; }));
+  EXPECT_EQ(out[0].t.probe.echo_tag, 0x55u);
+  EXPECT_EQ(out[0].t.probe.port, dark_plane);
 }
 
 TEST(Responder, ConnectionlessProbeRoundTripBecomesAnEvent) {
