@@ -166,6 +166,8 @@ def case_commands(args):
         after = evs(ctl, 'a', 1)
         check(all(after[i]['tx_packets'] == before[i]['tx_packets'] for i in range(4, 8)),
               f'plane 1 still carries: {after}')
+        check(sum(after[i]['tx_packets'] - before[i]['tx_packets'] for i in range(4)) > 0,
+              f'the traffic stopped: plane 0 carried nothing either: {after}')
         row = ctl.ok('port', 'set', 'a', '1', 'up')
         check(row['in_use'] == 1 and row['evs_usable'] == 8, f'up: {row}')
         wait_for('b to use plane 1 again', lambda: {r['name']: r for r in ctl.ok('port', 'show', 'b')}

@@ -1133,7 +1133,9 @@ def case_interactive(args):
         eps = rows('endpoints')
         check(sorted(eps) == ['a', 'b'] and eps['a']['qps'] == '33' and eps['a']['link'] == '0',
               f'show endpoints: {eps}', d.output())
-        send('show stats', r'txgen_verified=0\b')  # nothing before 'start'
+        stats = rows('stats')  # nothing before 'start'
+        check(stats['a']['txgen_posted'] == '0' and stats['b']['txgen_verified'] == '0',
+              f'show stats before start: {stats}', d.output())
         send('start', 'traffic started', pause=0.6)
         verified = int(field(show('stats', 'b', r'txgen_verified='), 'txgen_verified'))
         check(verified > 0, 'no traffic after start', d.output())

@@ -448,7 +448,8 @@ def case_installed_example(args):
 
 def case_forged_descriptors(args):
     def body(a, b):
-        run_checks(args, 'forge', 'app-a', 'fd00:0:0:0::b')
+        n = run_checks(args, 'forge', 'app-a', 'fd00:0:0:0::b')
+        check(n >= 30, f'only {n} checks ran')
         # The daemon still serves a well-behaved pair afterwards.
         run_example(args, a, b)
     with_pair(args, body)
@@ -793,10 +794,12 @@ def case_profiles(args):
         ctl(args, 'a', 'profile', 'ev', 'ev-state', '10', stored['value'], '1', 'denied')
         wait_for('EV 2 DENIED', lambda: ctl(args, 'a', 'ev', 'show', 'a',
                                             str(qpn))[2]['state'] == 'DENIED')
-        tx2 = ctl(args, 'a', 'ev', 'show', 'a', str(qpn))[2]['tx_packets']
+        before = ctl(args, 'a', 'ev', 'show', 'a', str(qpn))
         time.sleep(0.3)
         evs = ctl(args, 'a', 'ev', 'show', 'a', str(qpn))
-        check(evs[2]['tx_packets'] == tx2 and evs[3]['tx_packets'] > 0,
+        check(evs[3]['tx_packets'] > before[3]['tx_packets'],
+              f'the stream stopped: no packet on EV 3 in 0.3 s: {evs}')
+        check(evs[2]['tx_packets'] == before[2]['tx_packets'],
               f'a denied EV still carries packets: {evs}')
         events = wait_for('the DENIED event', lambda: [
             e for e in ctl(args, 'a', 'events')
@@ -975,6 +978,11 @@ def case_protocol_storm(args):
                   f'storm (replay: SMRC_STORM_SEED={seed} SMRC_STORM_ROUNDS={rounds}, {extra}) '
                   f'exit {r.returncode}\n{r.stdout}{r.stderr}')
             check(a.proc.poll() is None, f'daemon a exited {a.proc.returncode} under the storm')
+            m = re.search(r'^ok: (\d+) requests \((\d+) refused\), (\d+) work requests posted',
+                          r.stdout, re.M)
+            check(m is not None and int(m.group(1)) >= int(rounds) // 10 and
+                  int(m.group(2)) > 0 and int(m.group(3)) > 0,
+                  f'the storm did too little: {m and m.group(0)}')
             run_example(args, a, b)
             stop(a, b)
             check(a.proc.returncode == 0 and b.proc.returncode == 0,
