@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <set>
 #include <vector>
 
 #include "engine/memory_table.h"
@@ -53,6 +54,29 @@ TEST_F(MemoryTableTest, KeyOfADeregisteredRegionNeverMatchesAgain) {
   EXPECT_EQ(table.translate(key, 0x1000, 1, kAccessRemoteWrite, kDefaultDomain), nullptr);
   EXPECT_NE(table.translate(key2, 0x1000, 1, kAccessRemoteWrite, kDefaultDomain), nullptr);
   EXPECT_FALSE(table.deregister_region(key).ok());
+}
+
+// A slot's key generation (16 bits) wraps past 65535 to 1, never to 0: in
+// a one-slot table a key is never 0, and a zeroed key (an rkey field nobody
+// filled in) never reaches a region, however often the slot is reused.
+TEST(MemoryTable, GenerationWrapsPastZeroSoAZeroedKeyNeverMatches) {
+  std::vector<uint8_t> buf(64);
+  MemoryTable table;
+  table.init(1);
+  std::set<uint32_t> keys;
+  for (uint32_t cycle = 0; cycle < UINT16_MAX + 2; ++cycle) {
+    uint32_t k = 0;
+    ASSERT_TRUE(
+        table.register_region(Region{0, buf.size(), buf.data(), kAccessRemoteWrite}, &k).ok());
+    ASSERT_NE(k, 0u) << "cycle " << cycle;
+    ASSERT_EQ(table.translate(0, 0, 1, kAccessRemoteWrite, kDefaultDomain), nullptr)
+        << "cycle " << cycle;
+    ASSERT_EQ(table.translate(k, 0, 1, kAccessRemoteWrite, kDefaultDomain), buf.data());
+    ASSERT_TRUE(table.deregister_region(k).ok());
+    keys.insert(k);
+  }
+  // 65535 generations, each handed out once before the first comes back.
+  EXPECT_EQ(keys.size(), size_t{UINT16_MAX});
 }
 
 TEST_F(MemoryTableTest, AKeyReachesItsRegionOnlyFromTheRegionsDomain) {
