@@ -169,6 +169,25 @@ TEST(Responder, SackBitmapEndsAtAReferencedPsnFarBeyondTheCumulativePoint) {
   EXPECT_EQ(fb[0].t.fb.sack_bitmap[1], uint64_t{1} << 63);
 }
 
+// With the window as large as the bitmap ring (MPR 8 = 1024 PSNs), the
+// bitmap of a NACK for a PSN past the window's end reaches past it too, to
+// ring positions that alias PSNs at the window's start: the packet received
+// out of order at 502 must not show up there as 1526.
+TEST(Responder, OutOfWindowNackSacksNothingBeyondTheWindow) {
+  OneQp q;  // window [500, 1524), ring of 1024
+  const auto p = bytes(1024, 0);
+  q.ep.on_packet(q.data(502, Opcode::kWriteMiddle, 2048, 8192, 2048, p), 0, 0);
+  ASSERT_EQ(feedback(q, 0).size(), 1u);
+  q.ep.on_packet(q.data(500 + 1024 + 10, Opcode::kWriteMiddle, 0, 1 << 20, 0, p), 0, 10);
+  const auto fb = feedback(q, 10);
+  ASSERT_EQ(fb.size(), 1u);
+  EXPECT_EQ(fb[0].t.fb.code, NackCode::kOutOfWindow);
+  EXPECT_EQ(fb[0].t.fb.cum_psn, 500u);
+  EXPECT_EQ(fb[0].t.fb.sack_base, 1534u - 127);
+  EXPECT_EQ(fb[0].t.fb.sack_bitmap[0], 0u);
+  EXPECT_EQ(fb[0].t.fb.sack_bitmap[1], 0u);
+}
+
 TEST(Responder, SackBitmapIsRightAcrossThePsnWrap) {
   OneQpConfig cfg;
   cfg.rq_psn = 0xfffffe;
