@@ -306,6 +306,17 @@ TEST(Parse, LastPacketMustEndTheMessage) {
   EXPECT_EQ(parse_bytes(build(v6(), t, make_payload(512))), ParseStatus::kBadField);
 }
 
+// Only a message's last packet may be short: a FIRST or MIDDLE with no
+// payload (not trimmed) carries nothing and ends nothing.
+TEST(Parse, NonLastDataPacketWithoutPayloadIsABadField) {
+  for (const Opcode op : {Opcode::kWriteFirst, Opcode::kWriteMiddle}) {
+    SCOPED_TRACE(opcode_name(op));
+    const Transport t = make_transport(op, 0);
+    ASSERT_LT(t.data.offset, t.data.msg_len);
+    EXPECT_EQ(parse_bytes(build(v6(), t, {})), ParseStatus::kBadField);
+  }
+}
+
 TEST(Parse, TargetAddressMayNotWrap) {
   Transport t = make_transport(Opcode::kWriteOnly, 512);
   t.data.va = UINT64_MAX - 100;
