@@ -83,5 +83,27 @@ TEST(Json, BoundsTheNesting) {
   EXPECT_NE(err.find("nested too deeply"), std::string::npos);
 }
 
+// The limit is exact: one level more, well-formed and closed, is refused,
+// for arrays and objects alike.
+TEST(Json, OneLevelPastTheLimitIsRefused) {
+  auto arrays = [](size_t n) { return std::string(n, '[') + std::string(n, ']'); };
+  auto objects = [](size_t n) {
+    std::string s;
+    for (size_t i = 1; i < n; ++i) s += R"({"a":)";
+    s += "{}";
+    return s + std::string(n - 1, '}');
+  };
+  for (const bool obj : {false, true}) {
+    SCOPED_TRACE(obj ? "objects" : "arrays");
+    Json j;
+    std::string err;
+    const auto nested = obj ? objects : arrays;
+    EXPECT_TRUE(parse_json(nested(kJsonMaxDepth), &j, &err)) << err;
+    err.clear();
+    EXPECT_FALSE(parse_json(nested(kJsonMaxDepth + 1), &j, &err));
+    EXPECT_NE(err.find("nested too deeply"), std::string::npos) << err;
+  }
+}
+
 }  // namespace
 }  // namespace softmrc::control
