@@ -145,6 +145,23 @@ TEST(Link, TrimPolicyStillDropsDataThatIsNotTrimmable) {
   EXPECT_FALSE(p.trimmed);
 }
 
+// A packet that is all header has nothing to cut off: trimming it would
+// only move it to the priority class. It is dropped like any other.
+TEST(Link, TrimPolicyDropsAPacketThatIsAllHeader) {
+  Link l = make(config(2 * kPkt, Overflow::kTrim));
+  Rng rng;
+  for (int i = 0; i < 2; ++i) {
+    PacketMeta p = data();
+    ASSERT_TRUE(l.enqueue(p, 0, rng).delivered());
+  }
+  PacketMeta p = data();
+  p.bytes = p.header_bytes;  // a zero-length Write
+  EXPECT_EQ(l.enqueue(p, 0, rng).drop, DropReason::kOverflow);
+  EXPECT_FALSE(p.trimmed);
+  EXPECT_EQ(l.counters().trims, 0u);
+  EXPECT_FALSE(l.would_trim(p, 0));
+}
+
 TEST(Link, ControlPacketsBypassQueuedDataAndDelayLaterData) {
   Link l = make(config());
   Rng rng;
