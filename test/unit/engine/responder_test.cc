@@ -469,6 +469,26 @@ TEST(Responder, FeedbackIsSentAgainOnALivePlaneWhenAPlaneIsLost) {
   EXPECT_EQ(fb[0].t.fb.echo_tag, kNoEv) << "no packet to take an RTT sample from";
 }
 
+// Nothing has arrived yet: there is no state to repeat, and an ACK of
+// cum_psn = rq_psn would only be a stray packet (with no PSN referenced).
+TEST(Responder, NoFeedbackIsSentAgainWhenAPlaneIsLostBeforeAnythingArrived) {
+  for (const bool local : {false, true}) {
+    SCOPED_TRACE(local ? "local port down" : "the peer's port status");
+    OneQp q;
+    if (local) {
+      q.ep.set_plane_up(0, false, 5'000);
+    } else {
+      wire::PacketView ps;
+      ps.t.opcode = Opcode::kPortStatus;
+      ps.t.dest_qpn = q.qpn;
+      ps.t.port_status = wire::PortStatus{0b10, 1, 2};
+      q.ep.on_packet(ps, 1, 5'000);
+    }
+    EXPECT_TRUE(feedback(q, 5'000).empty());
+    EXPECT_EQ(q.qp().counters().acks_tx, 0u);
+  }
+}
+
 // The peer may take every plane away (a port status with no bit set): a
 // delayed ACK that then has no EV to leave on must not stay due, or the
 // endpoint asks to be called at once, forever (a virtual-time driver spins
