@@ -176,6 +176,21 @@ TEST(EvSet, ProbeBackoffDoublesUpToTheCap) {
   EXPECT_EQ(set.counters(2).probes_sent, 7u);
 }
 
+// Of two EVs whose probes are due, the one that has waited longer goes
+// first, whatever order they became ASSUMED_BAD in.
+TEST(EvSet, TheEarliestDueProbeGoesFirst) {
+  EvSet set = make_set(1, 4);
+  ASSERT_TRUE(set.on_loss(1, 0));  // probe at 10 us
+  ASSERT_EQ(set.probe_due(10 * kUs), 1u);
+  set.on_probe_sent(1, 10 * kUs);         // next at 30 us
+  ASSERT_TRUE(set.on_loss(3, 15 * kUs));  // probe at 25 us
+  EXPECT_EQ(set.probe_due(35 * kUs), 3u);
+  set.on_probe_sent(3, 35 * kUs);  // next at 55 us
+  EXPECT_EQ(set.probe_due(35 * kUs), 1u);
+  set.on_probe_sent(1, 35 * kUs);
+  EXPECT_EQ(set.probe_due(35 * kUs), kNoEv);
+}
+
 TEST(EvSet, ProbeReplyRestoresGoodWithAnEvent) {
   EvSet set = make_set(1, 4);
   ASSERT_TRUE(set.on_loss(1, 0));
