@@ -262,6 +262,22 @@ TEST(Nscc, IncreasesAreAppliedAfterAdjustPeriodWhateverTheBytes) {
   EXPECT_GT(cc.cwnd_bytes(), before);
 }
 
+// From a window of one MTU, the proportional increase at zero delay is
+// max_cwnd / 16 per window of ACKs: 2.9 MTUs for the one MTU acknowledged.
+// A window never grows by more than was delivered since the last step.
+TEST(Nscc, AnIncreaseIsNeverMoreThanTheBytesDelivered) {
+  NsccParams p = params();
+  p.eta = 0;
+  p.fi_scale = 0;  // no fast increase: the proportional rule alone
+  CongestionControl cc = make_cc(p);
+  while (cc.cwnd_bytes() > kMtu) cc.on_timeout(0);
+  ASSERT_EQ(cc.cwnd_bytes(), kMtu);
+  ASSERT_GT(p.max_cwnd_bytes / 16, kMtu) << "the uncapped step would exceed what was delivered";
+  cc.on_ack(ack(kMtu, 0), p.adjust_period_ns);
+  EXPECT_EQ(cc.counters().increases, 1u);
+  EXPECT_EQ(cc.cwnd_bytes(), 2u * kMtu);
+}
+
 TEST(Nscc, EtaAddsItsMtusOncePerAdjustPeriod) {
   NsccParams p = params();
   p.eta = 1;
