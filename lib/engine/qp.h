@@ -189,6 +189,7 @@ class Qp {
   bool apply_plane(uint8_t plane, TimeNs now);
   void on_peer_gone(const wire::Feedback& fb, uint32_t src_peer, Sinks& s);
   uint32_t wqe_of_psn(uint32_t psn) const;
+  bool acks_unsent(const wire::Feedback& fb) const;
 
   // responder.cc
   bool rx_bit(uint32_t psn) const;

@@ -403,6 +403,22 @@ void Qp::on_peer_gone(const wire::Feedback& fb, uint32_t src_peer, Sinks& s) {
   fail(WcStatus::kRemoteOperationalError, first, kPeerGone, s);
 }
 
+// Feedback that acknowledges a PSN never sent, cumulatively or with a SACK
+// bit, is not about this connection's packets (a stray copy, a confused
+// peer): none of it is trusted. SACK bits below snd_una are not suspect: a
+// late ACK overtaken by a newer one names them. The lowest and highest set
+// bits bound the others (128 PSNs cannot pass snd_nxt and come back).
+bool Qp::acks_unsent(const wire::Feedback& fb) const {
+  if (psn_diff(fb.cum_psn & wire::kPsnMask, snd_nxt_) > 0) return true;
+  const uint64_t b0 = fb.sack_bitmap[0], b1 = fb.sack_bitmap[1];
+  if ((b0 | b1) == 0) return false;
+  const auto lo = static_cast<uint32_t>(b0 != 0 ? std::countr_zero(b0) : 64 + std::countr_zero(b1));
+  const auto hi =
+      static_cast<uint32_t>(b1 != 0 ? 127 - std::countl_zero(b1) : 63 - std::countl_zero(b0));
+  const uint32_t base = fb.sack_base & wire::kPsnMask;
+  return psn_diff(psn_add(base, lo), snd_nxt_) >= 0 || psn_diff(psn_add(base, hi), snd_nxt_) >= 0;
+}
+
 uint32_t Qp::wqe_of_psn(uint32_t psn) const {
   if (psn_diff(psn, snd_una_) < 0 || !psn_before(psn, snd_nxt_)) return kNil;
   return slots_[psn & slot_mask_].wqe;
@@ -444,7 +460,7 @@ void Qp::on_feedback(const wire::PacketView& pkt, uint32_t src_peer, TimeNs now,
     return;
   }
   const uint32_t cum = fb.cum_psn & wire::kPsnMask;
-  if (psn_diff(cum, snd_nxt_) > 0) {  // acknowledges what was never sent
+  if (acks_unsent(fb)) {
     ++counters_.feedback_ignored;
     return;
   }

@@ -168,6 +168,13 @@ class HostilePeer {
     fb.sack_base = rnd(2) ? cum : near(una);
     fb.sack_bitmap[0] = rnd(2) ? rng_() : rng_() & rng_() & rng_();
     fb.sack_bitmap[1] = rnd(2) ? rng_() : 0;
+    if (rnd(4) != 0) {  // no bit for a PSN never sent, or the whole feedback is void
+      const int32_t sent = psn_diff(nxt, fb.sack_base);
+      for (uint32_t k = 0; k < 2; ++k) {
+        const int32_t n = std::clamp(sent - static_cast<int32_t>(64 * k), 0, 64);
+        if (n < 64) fb.sack_bitmap[k] &= (uint64_t{1} << n) - 1;
+      }
+    }
     fb.service_time_ns = static_cast<uint32_t>(rng_() >> rnd(64));
     fb.window_mpr = static_cast<uint16_t>(rnd(4) ? q_.config().mpr : rng_());
     fb.ce_count = static_cast<uint16_t>(rnd(2) ? rnd(3) : rng_());

@@ -519,6 +519,37 @@ TEST(Sack, ReorderWindowNarrowsBackAfterSixteenRoundTripsWithoutDuplicates) {
   }
 }
 
+// A SACK bit for a PSN never sent voids the feedback as a cumulative PSN
+// would: it is not about this connection's packets, and none of it (here
+// the bit for 101, which was sent) is trusted. Bits for PSNs already
+// acknowledged are not suspect: a late ACK names them.
+TEST(Sack, ASackBitForAPsnNeverSentVoidsTheWholeFeedback) {
+  OneQpConfig cfg;
+  cfg.sq_psn = 0xfffffe;  // 0xfffffe, 0xffffff, 0: the check holds across the wrap
+  OneQp q(cfg);
+  ASSERT_TRUE(q.write(1, 0, 3 * 1024).ok());
+  const auto tx = q.tx(0);
+  ASSERT_EQ(tx.size(), 3u);
+  ASSERT_EQ(q.qp().inflight_bytes(), 3u * 1024);
+  for (const uint32_t unsent : {1u, psn_add(0xfffffe, 127)}) {
+    q.ep.on_packet(q.ack(0xfffffe, 0xffffff, tx[1].ev, {0xffffff, unsent}), 0, 1'000);
+    EXPECT_EQ(q.qp().inflight_bytes(), 3u * 1024) << "SACK of " << unsent;
+  }
+  EXPECT_EQ(q.qp().counters().feedback_ignored, 2u);
+
+  q.ep.on_packet(q.ack(0xfffffe, 0xffffff, tx[1].ev, {0xffffff}), 0, 2'000);
+  EXPECT_EQ(q.qp().inflight_bytes(), 2u * 1024);
+  wire::PacketView late = q.ack(1, 0, tx[2].ev);
+  late.t.fb.sack_base = 0xfffffe;
+  late.t.fb.sack_bitmap[0] = 0b111;  // all sent; 0xfffffe was not yet acknowledged
+  q.ep.on_packet(late, 0, 3'000);
+  EXPECT_EQ(q.qp().counters().feedback_ignored, 2u);
+  EXPECT_EQ(q.qp().snd_una(), 1u);
+  ASSERT_EQ(q.completions().size(), 1u);
+  q.ep.on_packet(late, 0, 4'000);  // now every bit is below snd_una: a stale copy
+  EXPECT_EQ(q.qp().counters().feedback_ignored, 2u);
+}
+
 TEST(Sack, AcknowledgementOfAPsnNeverSentIsIgnored) {
   OneQp q;
   ASSERT_TRUE(q.write(1, 0, 100).ok());
