@@ -107,6 +107,7 @@ Status Qp::modify(const QpAttr& attr, uint32_t mask, TimeNs now, Sinks& s) {
       if (fields & kAttrMprDest) attr_.mpr_dest = attr.mpr_dest;
       attr_.mpr_dest = std::min(attr_.mpr_dest, limits_.max_mpr);  // the default may exceed it
       if (fields & kAttrMaxWimmDest) attr_.max_wimm_dest = attr.max_wimm_dest;
+      attr_.max_wimm_dest = std::min(attr_.max_wimm_dest, limits_.max_wimm);  // so may this one
       if (fields & kAttrCaps) attr_.caps = attr.caps;
       enter_rtr(now);
       return {};
@@ -123,6 +124,7 @@ Status Qp::modify(const QpAttr& attr, uint32_t mask, TimeNs now, Sinks& s) {
         if (fields & kAttrMpr) attr_.mpr = attr.mpr;
         attr_.mpr = std::min(attr_.mpr, limits_.max_mpr);  // the default may exceed it
         if (fields & kAttrMaxWimm) attr_.max_wimm = attr.max_wimm;
+        attr_.max_wimm = std::min(attr_.max_wimm, limits_.max_wimm);  // so may this one
         if (fields & kAttrCaps) attr_.caps = attr.caps;
       }
       if (fields & kAttrTimeout) attr_.timeout = attr.timeout;

@@ -85,6 +85,51 @@ TEST_F(QpLifecycle, MovesResetInitRtrRtsInOrder) {
   EXPECT_EQ(a.path_mtu, 4096u);
 }
 
+// An optional field left out takes its default, cut to the endpoint's
+// limit: MPR 8 and max WIMM 128 on an endpoint that allows 2 and 4. The
+// requester then starts no more than 4 WIMMs before an ACK, and the
+// responder takes no more than 4 waiting for their turn to complete.
+TEST_F(QpLifecycle, DefaultsOverTheEndpointsLimitsAreCutToThem) {
+  EndpointConfig cfg;
+  cfg.num_planes = 2;
+  cfg.qp.max_mpr = 2;
+  cfg.qp.max_wimm = 4;
+  ASSERT_TRUE(ep.init(cfg).ok());
+  ASSERT_TRUE(ep.create_qp(&qpn).ok());
+  ASSERT_TRUE(to_init().ok());
+  ASSERT_TRUE(to_rtr().ok());
+  ASSERT_TRUE(to_rts().ok());
+  QpState s;
+  QpAttr a;
+  ASSERT_TRUE(ep.query_qp(qpn, &s, &a).ok());
+  EXPECT_EQ(a.mpr, 2);
+  EXPECT_EQ(a.mpr_dest, 2);
+  EXPECT_EQ(a.max_wimm, 4);
+  EXPECT_EQ(a.max_wimm_dest, 4);
+
+  for (uint64_t id = 1; id <= 6; ++id) {
+    WriteRequest wr;
+    wr.wr_id = id;
+    wr.with_imm = true;
+    ASSERT_TRUE(ep.post_write(qpn, wr).ok());
+    ASSERT_TRUE(ep.post_recv(qpn, RecvRequest{id}).ok());
+  }
+  TxPacket tx[16];
+  EXPECT_EQ(ep.poll_tx(tx, 16, 0), 4u) << "4 zero-length WIMMs, then none before an ACK";
+
+  // Zero-length WIMMs behind a hole at rq_psn 5: each waits for its turn.
+  auto wimm = [&](uint32_t psn) {
+    wire::PacketView pv;
+    pv.t.opcode = wire::Opcode::kWriteOnlyImm;
+    pv.t.dest_qpn = qpn;
+    pv.t.psn = psn;
+    ep.on_packet(pv, 0, 10);
+    return ep.qp(qpn)->state();
+  };
+  for (uint32_t psn = 6; psn < 10; ++psn) ASSERT_EQ(wimm(psn), QpState::kRts) << psn;
+  EXPECT_EQ(wimm(10), QpState::kError) << "a fifth waiting WIMM is over max_wimm_dest";
+}
+
 TEST_F(QpLifecycle, SkippingAStateIsRefused) {
   EXPECT_STREQ(to_rtr().reason(), "modify: transition not allowed");
   EXPECT_FALSE(to_rts().ok());
