@@ -81,6 +81,8 @@ Status check_modify(QpState from, const QpAttr& attr, uint32_t mask, const QpLim
   if (fields & kAttrEvProfile) {
     if (attr.evs.empty()) return Status::error("ev profile: no EVs");
     if (attr.evs.size() > kMaxEvsPerQp) return Status::error("ev profile: too many EVs");
+    if (attr.ev_config.min_active == 0 || attr.ev_config.min_active > attr.evs.size())
+      return Status::error("ev profile: min_active not 1..the EV count");
     if (attr.ev_config.num_planes != limits.num_planes)
       return Status::error("ev profile: num_planes differs from the endpoint's");
     for (const EvEntry& e : attr.evs)

@@ -54,6 +54,8 @@ const char* EvSet::init(std::span<const EvEntry> evs, const EvSetConfig& cfg) {
   if (evs.empty()) return "EV set is empty";
   if (evs.size() > kMaxEvsPerQp) return "more EVs than kMaxEvsPerQp";
   if (cfg.num_planes == 0 || cfg.num_planes > kMaxPlanes) return "num_planes out of [1, 32]";
+  // 0 would let losses take every EV out of use, leaving only probes.
+  if (cfg.min_active == 0) return "min_active is 0";
   if (cfg.min_active > evs.size()) return "min_active exceeds EV count";
   if (cfg.policy != SprayPolicy::kRoundRobin && cfg.policy != SprayPolicy::kEcnAvoid)
     return "unknown spray policy";

@@ -152,6 +152,26 @@ TEST_F(QpLifecycle, InitRequiresAnEvProfileOnKnownPlanes) {
   EXPECT_EQ(state(), QpState::kReset);
 }
 
+// min_active 0 would let losses take every EV out of use; softmrcd's
+// configuration and the controller refuse it, and so does the engine.
+TEST_F(QpLifecycle, InitRefusesAMinActiveOfZeroOrAboveTheEvCount) {
+  QpAttr a;
+  a.state = QpState::kInit;
+  a.evs = evs;  // 4
+  a.ev_config.num_planes = 2;
+  a.ev_config.probe_initial_ns = 10'000;
+  a.ev_config.probe_max_ns = 100'000;
+  for (const uint32_t bad : {0u, 5u}) {
+    a.ev_config.min_active = bad;
+    EXPECT_STREQ(ep.modify_qp(qpn, a, kAttrState | kAttrEvProfile, 0).reason(),
+                 "ev profile: min_active not 1..the EV count")
+        << bad;
+  }
+  EXPECT_EQ(state(), QpState::kReset);
+  a.ev_config.min_active = 4;
+  EXPECT_TRUE(ep.modify_qp(qpn, a, kAttrState | kAttrEvProfile, 0).ok());
+}
+
 TEST_F(QpLifecycle, AttributeOfAnotherTransitionIsRefused) {
   ASSERT_TRUE(to_init().ok());
   QpAttr a;

@@ -64,6 +64,7 @@ TEST(EvSet, InitRejectsEveryInvalidSetOrConfig) {
   EXPECT_NE(set.init(evs, make_config(kMaxPlanes + 1)), nullptr);
   EXPECT_NE(set.init(evs, make_config(1)), nullptr) << "an EV on plane 1 of a 1-plane set";
   EXPECT_NE(set.init(evs, make_config(2, 9)), nullptr) << "min_active above the EV count";
+  EXPECT_STREQ(set.init(evs, make_config(2, 0)), "min_active is 0");
   auto cfg = make_config(2);
   cfg.probe_initial_ns = 0;
   EXPECT_NE(set.init(evs, cfg), nullptr);
@@ -417,7 +418,7 @@ TEST(EvSet, RandomisedOperationsKeepEveryInvariant) {
     const auto planes = static_cast<uint8_t>(1 + rng() % 8);
     const auto per_plane = static_cast<uint32_t>(1 + rng() % 16);
     const uint32_t n = planes * per_plane;
-    const auto min_active = static_cast<uint32_t>(rng() % (n + 1));
+    const auto min_active = static_cast<uint32_t>(1 + rng() % n);
     const SprayPolicy policy = rng() % 2 ? SprayPolicy::kEcnAvoid : SprayPolicy::kRoundRobin;
     EvSet set;
     ASSERT_EQ(set.init(make_evs(planes, per_plane), make_config(planes, min_active, policy)),
