@@ -85,7 +85,7 @@ Status Qp::modify(const QpAttr& attr, uint32_t mask, TimeNs now, Sinks& s) {
     case QpState::kError:
       // A QP in RESET holds nothing to flush, but it moves all the same.
       if (state_ == QpState::kReset) state_ = QpState::kError;
-      fail(WcStatus::kFlushed, kNil, "moved to ERROR by the application", s);
+      fail(WcStatus::kFlushed, std::nullopt, "moved to ERROR by the application", s);
       return {};
     case QpState::kInit: {
       if (const char* why = evs_.init(attr.evs, attr.ev_config)) return Status::error(why);
@@ -152,7 +152,7 @@ void Qp::enter_rts() {
   state_ = QpState::kRts;
 }
 
-void Qp::fail(WcStatus status, uint32_t failed_wqe, const char* reason, Sinks& s) {
+void Qp::fail(WcStatus status, std::optional<uint32_t> failed_wqe, const char* reason, Sinks& s) {
   if (state_ == QpState::kError || state_ == QpState::kReset) return;
   state_ = QpState::kError;
   ++counters_.errors;

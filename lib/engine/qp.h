@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/cc/congestion_control.h"
@@ -63,6 +64,10 @@ struct Sinks {
 };
 
 class Qp {
+  // Tests reach through it what no test could drive a QP to (the send
+  // queue's positions after 2^32 Writes); defined by test/unit/engine only.
+  friend struct QpTestAccess;
+
  public:
   // `domain`: the protection domain whose regions the QP reads and writes.
   void init(uint32_t qpn, uint32_t domain, const QpLimits& limits, const QpTuning& tuning);
@@ -119,7 +124,7 @@ class Qp {
  private:
   // Requester state per PSN in [snd_una_, snd_nxt_).
   enum class TxState : uint8_t { kFree, kInFlight, kLost, kAcked };
-  static constexpr uint32_t kNil = UINT32_MAX;
+  static constexpr uint32_t kNil = UINT32_MAX;  // no PSN (PSNs are 24 bits)
   struct TxSlot {
     uint32_t wqe = 0;     // absolute send-queue position
     uint32_t offset = 0;  // of the payload within the message
@@ -158,7 +163,9 @@ class Qp {
   void enter_rtr(TimeNs now);
   void enter_rts();
   void reset();
-  void fail(WcStatus status, uint32_t failed_wqe, const char* reason, Sinks& s);
+  // `failed_wqe`: the send-queue position of the request that failed, if
+  // any (a position is any uint32_t, UINT32_MAX included: no sentinel).
+  void fail(WcStatus status, std::optional<uint32_t> failed_wqe, const char* reason, Sinks& s);
   void fill_tx(TxPacket* out, uint32_t ev, wire::Opcode op) const;
 
   // requester.cc
@@ -188,7 +195,7 @@ class Qp {
   void requeue_plane(uint8_t plane, TimeNs now);
   bool apply_plane(uint8_t plane, TimeNs now);
   void on_peer_gone(const wire::Feedback& fb, uint32_t src_peer, Sinks& s);
-  uint32_t wqe_of_psn(uint32_t psn) const;
+  std::optional<uint32_t> wqe_of_psn(uint32_t psn) const;
   bool acks_unsent(const wire::Feedback& fb) const;
 
   // responder.cc

@@ -399,7 +399,8 @@ void Qp::on_peer_gone(const wire::Feedback& fb, uint32_t src_peer, Sinks& s) {
   ++counters_.nacks_rx[static_cast<size_t>(wire::NackCode::kQpGone)];
   // The first unfinished request takes the status, whatever the peer had
   // received of it; the rest are flushed.
-  const uint32_t first = state_ == QpState::kRts && !sq_.empty() ? sq_.head() : kNil;
+  std::optional<uint32_t> first;
+  if (state_ == QpState::kRts && !sq_.empty()) first = sq_.head();
   fail(WcStatus::kRemoteOperationalError, first, kPeerGone, s);
 }
 
@@ -419,8 +420,8 @@ bool Qp::acks_unsent(const wire::Feedback& fb) const {
   return psn_diff(psn_add(base, lo), snd_nxt_) >= 0 || psn_diff(psn_add(base, hi), snd_nxt_) >= 0;
 }
 
-uint32_t Qp::wqe_of_psn(uint32_t psn) const {
-  if (psn_diff(psn, snd_una_) < 0 || !psn_before(psn, snd_nxt_)) return kNil;
+std::optional<uint32_t> Qp::wqe_of_psn(uint32_t psn) const {
+  if (psn_diff(psn, snd_una_) < 0 || !psn_before(psn, snd_nxt_)) return std::nullopt;
   return slots_[psn & slot_mask_].wqe;
 }
 
@@ -448,12 +449,13 @@ void Qp::on_feedback(const wire::PacketView& pkt, uint32_t src_peer, TimeNs now,
   if (fb.code == wire::NackCode::kRemoteAccess || fb.code == wire::NackCode::kInvalidRequest) {
     // A refused packet is never acknowledged, so a NACK that names no PSN
     // in flight is a stray copy (an earlier connection's): not ours to die of.
-    if (wqe_of_psn(ref) == kNil) {
+    const std::optional<uint32_t> wqe = wqe_of_psn(ref);
+    if (!wqe) {
       ++counters_.feedback_ignored;
       return;
     }
     const bool access = fb.code == wire::NackCode::kRemoteAccess;
-    fail(access ? WcStatus::kRemoteAccessError : WcStatus::kRemoteInvalidRequest, wqe_of_psn(ref),
+    fail(access ? WcStatus::kRemoteAccessError : WcStatus::kRemoteInvalidRequest, wqe,
          access ? "the responder refused the target (rkey, bounds or access)"
                 : "the responder refused the request (malformed, or no receive for a WIMM)",
          s);

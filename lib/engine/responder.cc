@@ -111,7 +111,7 @@ void Qp::on_data(const wire::PacketView& pkt, uint8_t plane, TimeNs now, Sinks& 
   const bool imm = wire::has_imm(t.opcode);
   if (imm && (wimm_pending_ >= rq_.size() || wimm_pending_ >= attr_.max_wimm_dest)) {
     send_feedback(wire::NackCode::kInvalidRequest, psn, t.path_tag, plane, ce_flag, now, now, s);
-    fail(WcStatus::kRemoteInvalidRequest, kNil, "WIMM arrived with no receive posted", s);
+    fail(WcStatus::kRemoteInvalidRequest, std::nullopt, "WIMM arrived with no receive posted", s);
     return;
   }
   wire::NackCode why;
@@ -119,7 +119,7 @@ void Qp::on_data(const wire::PacketView& pkt, uint8_t plane, TimeNs now, Sinks& 
     send_feedback(why, psn, t.path_tag, plane, ce_flag, now, now, s);
     fail(why == wire::NackCode::kRemoteAccess ? WcStatus::kRemoteAccessError
                                               : WcStatus::kRemoteInvalidRequest,
-         kNil,
+         std::nullopt,
          why == wire::NackCode::kRemoteAccess ? "remote write outside a registered region"
                                               : "malformed data packet",
          s);

@@ -46,6 +46,11 @@ class Ring {
   void restart_if_empty() {
     if (empty()) head_ = tail_ = 0;
   }
+  // When empty, continues at absolute position `pos` (the positions wrap
+  // at 2^32 like any other). Positions taken before are void.
+  void restart_at(uint32_t pos) {
+    if (empty()) head_ = tail_ = pos;
+  }
   // Drops the entries `pred` selects, keeping the others in order. O(size).
   template <typename Pred>
   void erase_if(Pred pred) {

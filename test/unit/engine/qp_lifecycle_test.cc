@@ -9,6 +9,18 @@
 #include "one_qp.h"
 
 namespace softmrc::engine {
+
+// Moves an idle QP's send queue on to absolute position `pos`, where some
+// four billion Writes would have left it: no test can post that many.
+struct QpTestAccess {
+  static void start_send_queue_at(const Qp& qp, uint32_t pos) {
+    Qp& q = const_cast<Qp&>(qp);  // the endpoint's own, non-const object
+    ASSERT_TRUE(q.sq_.empty());
+    q.sq_.restart_at(pos);
+    q.sq_next_ = pos;
+  }
+};
+
 namespace {
 
 class QpLifecycle : public ::testing::Test {
@@ -296,6 +308,34 @@ TEST_F(QpLifecycle, ResetMovesToErrorLikeAnyOtherState) {
   ASSERT_TRUE(ep.modify_qp(qpn, a, kAttrState, 0).ok());
   EXPECT_EQ(state(), QpState::kReset);
   EXPECT_TRUE(to_init().ok());
+}
+
+// Send-queue positions wrap at 2^32; UINT32_MAX is a position like any
+// other, not "no request": a NACK for the Write there fails that Write, and
+// an error that is no Write's fault flushes it like the rest.
+TEST(QpRequests, TheSendQueuePositionBeforeTheWrapIsARequestLikeAnyOther) {
+  for (const bool nack : {true, false}) {
+    SCOPED_TRACE(nack ? "REMOTE_ACCESS NACK" : "WIMM with no receive posted");
+    test::OneQp q;  // sq_psn 100, rq_psn 500
+    QpTestAccess::start_send_queue_at(q.qp(), UINT32_MAX - 1);
+    for (uint64_t id = 1; id <= 3; ++id) ASSERT_TRUE(q.write(id, 0, 100).ok());
+    const auto tx = q.tx(0);  // queue positions 2^32 - 2, 2^32 - 1, 0
+    ASSERT_EQ(tx.size(), 3u);
+    ASSERT_EQ(tx[1].t.psn, 101u);
+    if (nack)
+      q.ep.on_packet(q.ack(100, 101, tx[1].ev, {}, wire::NackCode::kRemoteAccess), 0, 1'000);
+    else
+      q.ep.on_packet(q.data(500, wire::Opcode::kWriteOnlyImm, 0, 0, 0, {}), 0, 1'000);
+    EXPECT_EQ(q.qp().state(), QpState::kError);
+    EXPECT_EQ(q.qp().counters().feedback_ignored, 0u);
+    const auto c = q.completions();
+    ASSERT_EQ(c.size(), 3u);
+    for (uint64_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(c[i].wr_id, i + 1);
+      EXPECT_EQ(c[i].status, nack && i == 1 ? WcStatus::kRemoteAccessError : WcStatus::kFlushed)
+          << "Write " << i + 1;
+    }
+  }
 }
 
 TEST(QpRequests, BadWorkRequestsAreRefusedNeverUndefined) {

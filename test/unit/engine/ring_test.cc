@@ -39,5 +39,24 @@ TEST(Ring, RestartIfEmptyReusesTheFirstSlotOnlyWhenEmpty) {
   EXPECT_EQ(r.front(), 7u);
 }
 
+TEST(Ring, RestartAtContinuesFromAnyPositionThroughTheWrapOf32Bits) {
+  Ring<uint32_t> r;
+  r.init(4);
+  r.push(1);
+  r.restart_at(UINT32_MAX - 1);  // not empty: nothing moves
+  EXPECT_EQ(r.head(), 0u);
+  r.pop();
+  r.restart_at(UINT32_MAX - 1);
+  EXPECT_EQ(r.head(), UINT32_MAX - 1);
+  EXPECT_TRUE(r.empty());
+  for (uint32_t v = 10; v < 14; ++v) ASSERT_TRUE(r.push(v));
+  EXPECT_TRUE(r.full());
+  EXPECT_EQ(r.tail(), 2u);
+  EXPECT_EQ(r.at(UINT32_MAX), 11u);
+  EXPECT_EQ(r.at(0), 12u);
+  for (uint32_t v = 10; v < 14; ++v, r.pop()) ASSERT_EQ(r.front(), v);
+  EXPECT_TRUE(r.empty());
+}
+
 }  // namespace
 }  // namespace softmrc::engine
