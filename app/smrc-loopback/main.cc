@@ -566,10 +566,14 @@ int main(int argc, char** argv) {
   uint64_t ev_changes = 0, qp_errors = 0;
   uint32_t bad_evs = 0;
 
-  // Payload delivered to B in fine bins, for the dip after the failure
+  // New payload delivered to B in fine bins, for the dip after the failure
   // (message completions are too coarse: one 1 MiB message is ~30 us).
   const double bin_ns = 10'000;
   std::vector<uint64_t> bins;
+  const auto duplicates = [](const Side& s) {
+    const engine::Qp* qp = s.ep.qp(s.qpn);
+    return qp ? qp->counters().rx_duplicates : 0;
+  };
   auto record = [&](uint64_t bytes) {
     const size_t bin = static_cast<size_t>(now / bin_ns);
     if (bins.size() <= bin) bins.resize(bin + 1, 0);
@@ -667,8 +671,12 @@ int main(int argc, char** argv) {
         ++parse_errors;
         continue;
       }
-      if (arr.dst == 1 && wire::is_data(v.t.opcode)) record(v.payload_len);
+      // Goodput is payload B did not have: a copy of a packet it already
+      // placed (a needless resend) is not counted.
+      const uint64_t copies = duplicates(b);
       sides[arr.dst]->ep.on_packet(v, arr.plane, static_cast<TimeNs>(now));
+      if (arr.dst == 1 && wire::is_data(v.t.opcode) && duplicates(b) == copies)
+        record(v.payload_len);
     }
 
     drain();
@@ -719,9 +727,9 @@ int main(int argc, char** argv) {
   const uint64_t verified_bytes = verified_msgs * msg_bytes;
   const double goodput = now > 0 ? static_cast<double>(verified_bytes) * 8 / now : 0.0;
   std::printf("\n%.2f GiB verified in %.1f virtual ms (%.1f Gb/s), %" PRIu64 " errors, %" PRIu64
-              " parse errors, %" PRIu64 " EV state changes\n",
+              " parse errors, %" PRIu64 " EV state changes, %" PRIu64 " packets B already had\n",
               verified_bytes / double(1ull << 30), elapsed_ms, goodput, errors, parse_errors,
-              ev_changes);
+              ev_changes, duplicates(b));
   if (failed)
     report_dip(o, bins, bin_ns, fail_ns);
   else if (o.fail_plane >= 0)
