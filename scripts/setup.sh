@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang clang-format libclang-rt-14-dev
   tshark python3 python3-matplotlib
+  iproute2 procps # the tap test's namespaces: ip, and sysctl inside them
 )
 
 missing=()
