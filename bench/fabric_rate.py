@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 
-from linerate import EAL, run, testpmd_pps
+from linerate import EAL, run, share_of, testpmd_pps
 
 MODES = ('udp', 'srv6')
 
@@ -57,20 +57,25 @@ def fabric(args, mode, capture):
     with open(path, 'w') as f:
         f.write(f'path_mtu: 4096\nstats: {{snapshot_ms: 50, log_interval_ms: 0}}\n'
                 f'links:\n  - {{a: ["{a}"], b: ["{b}"], rate_gbps: 10000, ev_mode: {mode}}}\n')
-    cmd = [args.smrc_fabric] + EAL + ['--file-prefix', 'smrcd-bench-fabric', '--', '--config',
-                                      path, '--duration-ms', str(args.seconds * 1000)]
-    code, out, share = run(cmd, (0.3, args.seconds - 0.1))
-    m = re.search(r'stopped \(duration\) at t=([\d.]+)s', out)
+    # stdbuf: the summary's lines are not flushed one by one.
+    cmd = ['stdbuf', '-oL', args.smrc_fabric] + EAL + [
+        '--file-prefix', 'smrcd-bench-fabric', '--', '--config', path,
+        '--duration-ms', str(args.seconds * 1000)]
+    # Its lcore forwards from the "forwarding" line (printed as it is
+    # launched) to the "stopped" line (printed once it stopped): the CPU
+    # time is taken between the two, the frames are counted between them.
+    r = run(cmd, marks=r'smrc-fabric: (?:\d+ links, \d+ ports, forwarding|stopped \(duration\))')
     d = re.search(r'link 0: delivered (\d+) packets \(([\d.]+) MiB of payload\).* dropped (\d+)'
-                  r'(?: \(([^)]*)\))?', out)
-    if code != 0 or m is None or d is None:
-        sys.exit(f'smrc-fabric failed:\n{out[-3000:]}')
+                  r'(?: \(([^)]*)\))?', r.text)
+    if r.code != 0 or len(r.marks) != 2 or d is None:
+        sys.exit(f'smrc-fabric failed:\n{r.text[-3000:]}')
     # Frames still in the delay line when it stopped are dropped at_shutdown
     # (4d810d2); any other drop means the fabric did not keep up.
     reasons = dict(x.rsplit(' ', 1) for x in d.group(4).split(', ')) if d.group(4) else {}
     if int(d.group(3)) != sum(int(v) for v in reasons.values()) or set(reasons) - {'at_shutdown'}:
-        sys.exit(f'smrc-fabric dropped frames:\n{out[-3000:]}')
-    return int(d.group(1)) / float(m.group(1)), share
+        sys.exit(f'smrc-fabric dropped frames:\n{r.text[-3000:]}')
+    (t0, c0, _), (t1, c1, _) = r.marks
+    return int(d.group(1)) / (t1 - t0), share_of('smrc-fabric', c1 - c0, t1 - t0, r.text)
 
 
 def measure(args):

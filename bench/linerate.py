@@ -45,6 +45,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from cpu_time import cpu_ns
@@ -72,37 +73,82 @@ peers:
 """
 
 
-def run(cmd, window, stop_after=None):
-    """Runs cmd (SIGINT stop_after s after its lcore began to poll); returns its
-    exit code, its output, and the share of a CPU its lcore got from window[0]
-    to window[1] s after it began to poll."""
-    with tempfile.TemporaryFile('w+') as out:
-        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True)
-        started, samples, last = None, [], None
-        deadline = time.monotonic() + 60
-        while p.poll() is None:
-            now = time.monotonic()
-            cpu = cpu_ns(p.pid, LCORE_THREAD)
-            if cpu is not None:
-                # The lcore thread sleeps until the program starts it polling.
-                if started is None and last is not None and cpu - last[1] > 0.05e9 * (now - last[0]):
-                    started = last[0]
-                last = (now, cpu)
-                if started is not None:
-                    samples.append((now - started, cpu))
-                    if stop_after is not None and now - started > stop_after:
-                        p.send_signal(signal.SIGINT)
-                        stop_after = None
-            if now > deadline:
-                p.kill()
-            time.sleep(0.05)
-        out.seek(0)
-        text = out.read()
-    inside = [s for s in samples if window[0] <= s[0] <= window[1]]
-    if len(inside) < 2:
-        sys.exit(f'{cmd[0]}: no CPU time of its lcore thread:\n{text[-2000:]}')
-    (t0, c0), (t1, c1) = inside[0], inside[-1]
-    return p.returncode, text, (c1 - c0) / 1e9 / (t1 - t0)
+class Run:
+    """A program run by run(): its exit code and output; `samples`, the CPU
+    time of its lcore thread as (s since the thread began to poll, ns),
+    every POLL_S; and `marks`, each output line that matched run()'s
+    `marks` as (s since the thread began to poll, the thread's CPU ns read
+    as the line arrived, the match)."""
+
+    def __init__(self, code, text, samples, marks):
+        self.code, self.text, self.samples, self.marks = code, text, samples, marks
+
+    def cpu_at(self, t):
+        """The lcore thread's CPU ns at t, between the samples around it."""
+        for (t0, c0), (t1, c1) in zip(self.samples, self.samples[1:]):
+            if t0 <= t <= t1:
+                return c0 + (c1 - c0) * (t - t0) / (t1 - t0) if t1 > t0 else c0
+        return None
+
+
+POLL_S = 0.02
+MIN_SHARE = 0.1  # below this, a rate divided by the share is mostly the division
+
+
+def run(cmd, marks=None, stop=None, timeout=60):
+    """Runs cmd and returns a Run. `marks`: a regex; each line of output it
+    matches is timestamped with the lcore thread's CPU time as it arrives
+    (the program must flush its lines: stdbuf -oL for one that does not).
+    `stop(marks)`: true once the program may have its SIGINT."""
+    lines, found, started = [], [], None
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def read():
+        for line in p.stdout:
+            if marks is not None:
+                m = re.search(marks, line)
+                if m:
+                    found.append((time.monotonic(), cpu_ns(p.pid, LCORE_THREAD), m))
+            lines.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    samples, last, stopped = [], None, False
+    deadline = time.monotonic() + timeout
+    while p.poll() is None:
+        now = time.monotonic()
+        cpu = cpu_ns(p.pid, LCORE_THREAD)
+        if cpu is not None:
+            # The lcore thread sleeps until the program starts it polling.
+            if started is None and last is not None and cpu - last[1] > 0.05e9 * (now - last[0]):
+                started = last[0]
+                samples.append((0.0, last[1]))
+            last = (now, cpu)
+            if started is not None:
+                samples.append((now - started, cpu))
+        if (not stopped and started is not None and stop is not None and
+                stop([(t - started, c, m) for t, c, m in list(found) if c is not None])):
+            p.send_signal(signal.SIGINT)
+            stopped = True
+        if now > deadline:
+            p.kill()
+        time.sleep(POLL_S)
+    reader.join(10)
+    text = ''.join(lines)
+    if started is None or len(samples) < 2:
+        sys.exit(f'{cmd[0]}: no CPU time of its lcore thread {LCORE_THREAD}:\n{text[-2000:]}')
+    return Run(p.returncode, text, samples, [(t - started, c, m) for t, c, m in found
+                                             if c is not None])
+
+
+def share_of(name, cpu_ns_used, seconds, text):
+    """The share of a CPU that cpu_ns_used over `seconds` is; too small a
+    share stops the script (the per-lcore-second rate would divide by it)."""
+    share = cpu_ns_used / 1e9 / seconds
+    if share < MIN_SHARE:
+        sys.exit(f'{name}: its lcore got {share * 100:.1f}% of a CPU over the measured interval; '
+                 f'a rate per lcore-second from that is noise:\n{text[-2000:]}')
+    return share
 
 
 def softmrcd(args, mode, mtu, icrc=True):
@@ -115,31 +161,62 @@ def softmrcd(args, mode, mtu, icrc=True):
     eal = ['--lcores', '0@0,1@1,2@0'] + EAL[2:] if args.port_lcore else EAL
     cmd = [args.softmrcd] + eal + ['--file-prefix', 'smrcd-bench-linerate', '--', '--config',
                                    path, '--linerate', mode]
-    # The measured interval: after 300 ms of warm-up, 2 s.
-    code, out, share = run(cmd, (0.5, 2.2))
-    m = re.search(r'linerate \S+: (\d+)-byte frames, ([\d.]+) Mpps, ([\d.]+) Gb/s .* '
-                  r'(\d+) dropped\)', out)
-    if code != 0 or m is None or m.group(4) != '0':
-        sys.exit(f'softmrcd --linerate {mode} failed:\n{out}')
+    # softmrcd counts the packets between two snapshots after 300 ms of
+    # warm-up, 2 s apart, and prints the line at once: the lcore's CPU time
+    # is taken over the same seconds, back from the moment the line came.
+    r = run(cmd, marks=r'linerate \S+: (\d+)-byte frames, ([\d.]+) Mpps, ([\d.]+) Gb/s .*'
+                       r'\(\d+ packets in ([\d.]+) s, (\d+) dropped\)')
+    if r.code != 0 or len(r.marks) != 1 or r.marks[0][2].group(5) != '0':
+        sys.exit(f'softmrcd --linerate {mode} failed (exit {r.code}):\n{r.text}')
+    t1, c1, m = r.marks[0]
+    seconds = float(m.group(4))
+    c0 = r.cpu_at(t1 - seconds)
+    if c0 is None:
+        sys.exit(f'softmrcd --linerate {mode}: no CPU sample {seconds} s before its line:\n{r.text}')
+    share = share_of(f'softmrcd --linerate {mode}', c1 - c0, seconds, r.text)
     return int(m.group(1)), float(m.group(2)), float(m.group(3)), share
+
+
+# testpmd's forwarding counted from its first statistics past this many
+# seconds of polling (ramp-up).
+TESTPMD_WARMUP_S = 2.0
 
 
 def testpmd_pps(vdevs, topology, mbuf_size, seconds):
     """Frames per second dpdk-testpmd io-forwards over the ports `vdevs`,
-    all together (median of 1 s periods past the ramp-up), and its lcore's
-    CPU share."""
-    cmd = ['dpdk-testpmd'] + EAL + ['--file-prefix', 'smrcd-bench-testpmd']
+    all together, and its lcore's CPU share, both over the same interval:
+    from its first statistics past TESTPMD_WARMUP_S to the first at least
+    `seconds` later, each timestamped with the lcore's CPU time as it came
+    (testpmd prints them about every second or two, by its own timer)."""
+    cmd = ['stdbuf', '-oL', 'dpdk-testpmd'] + EAL + ['--file-prefix', 'smrcd-bench-testpmd']
     for vdev in vdevs:
         cmd += ['--vdev', vdev]
     cmd += ['--', '--forward-mode=io', f'--port-topology={topology}', '--stats-period', '1',
             '--total-num-mbufs', '16384', '--mbuf-size', str(mbuf_size)]
-    _, out, share = run(cmd, (2.0, seconds + 2.9), stop_after=seconds + 3)
-    pps = [int(x) for x in re.findall(r'Rx-pps:\s+(\d+)', out)]  # a line per port and period
     n = len(vdevs)
-    periods = [sum(pps[i:i + n]) for i in range(0, len(pps) - n + 1, n)][2:]  # past the ramp-up
-    if not periods:
-        sys.exit('dpdk-testpmd gave no rates:\n' + out[-2000:])
-    return statistics.median(periods), share
+
+    def prints(marks):
+        """(s, CPU ns, RX packets of all ports) of each complete statistics
+        print: a NIC statistics block per port, each with its RX-packets."""
+        return [(g[-1][0], g[-1][1], sum(int(m.group(1)) for _, _, m in g))
+                for g in (marks[i:i + n] for i in range(0, len(marks) - n + 1, n))]
+
+    def span(marks):
+        kept = [x for x in prints(marks) if x[0] >= TESTPMD_WARMUP_S]
+        for x in kept[1:]:
+            if x[0] - kept[0][0] >= seconds:
+                return kept[0], x
+        return None
+
+    # "RX-packets: N RX-missed:" is the NIC statistics' line, the counter
+    # since the port started (the closing forward statistics say RX-dropped).
+    r = run(cmd, marks=r'RX-packets:\s+(\d+)\s+RX-missed:', stop=lambda m: span(m) is not None)
+    got = span(r.marks)
+    if r.code != 0 or got is None:
+        sys.exit(f'dpdk-testpmd failed (exit {r.code}) or gave no rates over {seconds} s:\n'
+                 + r.text[-3000:])
+    (t0, c0, p0), (t1, c1, p1) = got
+    return (p1 - p0) / (t1 - t0), share_of('dpdk-testpmd', c1 - c0, t1 - t0, r.text)
 
 
 def testpmd(args, frame, copy):
