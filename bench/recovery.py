@@ -26,8 +26,8 @@ EAL = ['-l', '0-1', '--no-huge', '-m', '512', '--no-pci', '--log-level', 'lib.ea
 
 REPORT = re.compile(
     r'^softmrcd: link \d+ plane (\d+) (down|blackholed) at t=[\d.]+s: goodput ([\d.]+) Gb/s on '
-    r'\d+ planes before, ([\d.]+) Gb/s after; (?:back to \d+% of before \(less \d+%\) in ([\d.]+) ms '
-    r'(?:\(([\d.]+) base RTTs of [\d.]+ us\))?|not back)[^;]*, lowest ([\d.]+) Gb/s[^;]*; '
+    r'\d+ planes before, ([\d.]+) Gb/s after; (?:back to \d+% of before \(less \d+%\) in ([\d.]+) ms'
+    r'(?: \(([\d.]+) base RTTs of [\d.]+ us\))?|not back)[^;]*, lowest ([\d.]+) Gb/s[^;]*; '
     r'longest delivery gap [\d.]+ ms, longest lcore pause ([\d.]+) ms', re.M)
 # A pause this long means the lcore was descheduled: the run says more about
 # the machine than about MRC.
@@ -39,10 +39,13 @@ def run_once(args, index):
         '--file-prefix', f'smrcd-recovery-{index}', '--', '--config', args.config]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     if r.returncode != 0 or 'softmrcd: PASS' not in r.stdout:
-        sys.exit(f'run {index}: exit {r.returncode}\n{r.stdout}{r.stderr}')
+        sys.exit(f'run {index + 1}: exit {r.returncode}\n{r.stdout}{r.stderr}')
     rows = []
     for m in REPORT.finditer(r.stdout):
         plane, kind, before, after, ms, rtts, lowest, pause = m.groups()
+        if ms is not None and rtts is None:
+            sys.exit(f'run {index + 1}: plane {plane} {kind}: no base RTT to count in (shorter '
+                     f'than the goodput bins?)\n{r.stdout}')
         rows.append({'failure': f'plane {plane} {kind}', 'before': float(before),
                      'after': float(after), 'ms': float(ms) if ms else None,
                      'rtts': float(rtts) if rtts else None, 'lowest': float(lowest),
@@ -52,8 +55,12 @@ def run_once(args, index):
     for plane, kind in unmeasured:
         print(f'run {index + 1}: plane {plane} {kind}: too little traffic around it (the lcore '
               'was held up?); left out')
-    if not rows and not unmeasured:
-        sys.exit(f'run {index}: no goodput report\n{r.stdout}')
+    # Every failure's line must be one or the other: a report this script
+    # cannot read would otherwise leave that failure out of the run.
+    failures = re.findall(r'^softmrcd: link \d+ plane \d+ (?:down|blackholed) at t=', r.stdout, re.M)
+    if not failures or len(rows) + len(unmeasured) != len(failures):
+        sys.exit(f'run {index + 1}: {len(failures)} failure reports, {len(rows)} read, '
+                 f'{len(unmeasured)} too little traffic\n{r.stdout}')
     return rows
 
 
