@@ -58,10 +58,10 @@ sys.path.insert(0, os.path.join(HERE, '..', 'test', 'dpdk'))
 sys.path.insert(0, os.path.join(HERE, '..', 'test', 'e2e'))
 from api_test import (LCORES, PATH_MTU, outputs, sock, start_pair, stop,  # noqa: E402
                       wait_planes_in_use)
-from cpu_time import cpu_ns  # noqa: E402
+from cpu_time import cpu_ns, lcore_thread  # noqa: E402
 from softmrcd_test import Failure, Telemetry, telemetry_socket, wait_for  # noqa: E402
 
-LCORE_THREAD = 'rte-worker-1'  # the polling lcore (lcore 1) of softmrcd and memif_ping
+LCORE_THREAD = lcore_thread(1)  # the polling lcore (lcore 1) of softmrcd and memif_ping
 # Headers and ICRC of a Write-with-Immediate packet (178-byte frames for 64
 # bytes of payload, bench/linerate.py's tx rows).
 WIMM_OVERHEAD = 114
@@ -103,18 +103,27 @@ class CpuSampler:
         self.samples = []
 
     def sample(self):
-        self.samples.append((time.monotonic(), cpu_ns(self.a.proc.pid, LCORE_THREAD) or 0,
-                             cpu_ns(self.b.proc.pid, LCORE_THREAD) or 0,
-                             sum(cpu_ns(p.pid) or 0 for p in self.apps)))
+        now = time.monotonic()
+        lcores = [cpu_ns(d.proc.pid, LCORE_THREAD) for d in (self.a, self.b)]
+        for d, cpu in zip('ab', lcores):
+            # Not 0: a share computed from it would be wrong, not missing.
+            if cpu is None:
+                raise Failure(f'daemon {d}: no lcore thread named {" or ".join(LCORE_THREAD)}')
+        # An application that exited has no CPU time to read: None, and no
+        # share over an interval that ends after it (it would drop by its
+        # whole CPU time).
+        apps = [cpu_ns(p.pid) for p in self.apps]
+        self.samples.append((now, lcores[0], lcores[1], None if None in apps else sum(apps)))
 
     def shares(self, t0, t1):
         """(a's lcore, b's lcore, the applications) in CPUs over [t0, t1]."""
         inside = [s for s in self.samples if t0 <= s[0] <= t1]
         if len(inside) < 2:
-            return (float('nan'),) * 3
+            raise Failure(f'{len(inside)} CPU samples in the measured {t1 - t0:.3f} s')
         first, last = inside[0], inside[-1]
         dt = (last[0] - first[0]) * 1e9
-        return tuple((last[k] - first[k]) / dt for k in (1, 2, 3))
+        return tuple(float('nan') if last[k] is None or first[k] is None
+                     else (last[k] - first[k]) / dt for k in (1, 2, 3))
 
 
 def free_port():

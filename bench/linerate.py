@@ -48,12 +48,12 @@ import tempfile
 import threading
 import time
 
-from cpu_time import cpu_ns
+from cpu_time import cpu_ns, lcore_thread
 
 EAL = ['-l', '0-1', '--no-huge', '-m', '512', '--no-pci', '--log-level', 'lib.eal:warning']
 PAYLOADS = [64, 256, 1024, 4096]
 VALID_MTUS = {256, 512, 1024, 2048, 4096, 9000}
-LCORE_THREAD = 'rte-worker-1'  # the forwarding lcore (-l 0-1) in both programs
+LCORE_THREAD = lcore_thread(1)  # the forwarding lcore (-l 0-1) in both programs
 
 CONFIG = """path_mtu: {mtu}
 rx_verify_icrc: {icrc}
@@ -136,7 +136,8 @@ def run(cmd, marks=None, stop=None, timeout=60):
     reader.join(10)
     text = ''.join(lines)
     if started is None or len(samples) < 2:
-        sys.exit(f'{cmd[0]}: no CPU time of its lcore thread {LCORE_THREAD}:\n{text[-2000:]}')
+        sys.exit(f'{cmd[0]}: no CPU time of its lcore thread ({" or ".join(LCORE_THREAD)}):\n'
+                 f'{text[-2000:]}')
     return Run(p.returncode, text, samples, [(t - started, c, m) for t, c, m in found
                                              if c is not None])
 
