@@ -46,6 +46,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -200,6 +201,17 @@ def txgen_goodput(args, size):
         for d in (a, b):
             if d.wait(30) != 0 or 'softmrcd: PASS' not in d.output():
                 raise Failure('the txgen run failed')
+        # The flow runs duration_ms from b's probe answer (on the lcore's
+        # clock, as at_ns): the measured interval must end before the flow
+        # does, or it counts the drain and the idle time after it.
+        start = re.search(r'softmrcd: t=([\d.]+)s peer \S+ answered a probe .* its flows start',
+                          b.output())
+    if start is None:
+        raise Failure("txgen: b's output does not say when its flow started")
+    end_ns = float(start.group(1)) * 1e9 + traffic[0]['duration_ms'] * 1e6
+    if s1['at_ns'] > end_ns:
+        raise Failure(f'txgen: the measured interval ended at t={s1["at_ns"] / 1e9:.3f}s, after '
+                      f'the flow (t={end_ns / 1e9:.3f}s)')
     if s1['txgen_errors'] or s1['txgen_mismatches'] or s1['at_ns'] <= s0['at_ns']:
         raise Failure(f'txgen: {s0} -> {s1}')
     done = (s1['txgen_completed'] - s0['txgen_completed']) * size
