@@ -22,9 +22,12 @@ frames are pre-built in the RX pool and the peer only patches the PSN and
 ICRC, so nearly all the measured time is the endpoint's.
 
 On a shared machine the forwarding lcore does not get a whole CPU, and each
-program gets a different share: the script samples the CPU time of each
-one's lcore thread (rte-worker-1) over its measured interval, prints that
-share, and divides each rate by it. Rates and ratios are per lcore-second:
+program gets a different share: the script reads the CPU time of each
+one's lcore thread (rte-worker-1) at the two moments its packets are
+counted between (softmrcd's linerate line and the seconds it names,
+testpmd's statistics prints), prints that share, and divides each rate
+by it. Data rows' ratios are of Gb/s, each of its own frames (the same
+size but for tx at 64 B). Rates and ratios are per lcore-second:
 what one lcore that had its CPU to itself would do. They still move from
 run to run (other programs also take caches and memory bandwidth): --runs N
 measures everything N times and prints the median of each cell (a ratio is
