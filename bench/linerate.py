@@ -172,6 +172,11 @@ def softmrcd(args, mode, mtu, icrc=True):
                        r'\(\d+ packets in ([\d.]+) s, (\d+) dropped\)')
     if r.code != 0 or len(r.marks) != 1 or r.marks[0][2].group(5) != '0':
         sys.exit(f'softmrcd --linerate {mode} failed (exit {r.code}):\n{r.text}')
+    # tx counts data packets sent, resends included (lib/engine/counters.h):
+    # a resend would be counted as line rate.
+    resent = re.search(r'softmrcd: dut: sent \d+ packets .* retransmitted (\d+)', r.text)
+    if resent is None or resent.group(1) != '0':
+        sys.exit(f'softmrcd --linerate {mode}: retransmissions, or no summary:\n{r.text}')
     t1, c1, m = r.marks[0]
     seconds = float(m.group(4))
     c0 = r.cpu_at(t1 - seconds)
