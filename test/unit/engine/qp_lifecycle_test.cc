@@ -26,14 +26,19 @@ namespace {
 class QpLifecycle : public ::testing::Test {
  protected:
   void SetUp() override {
-    EndpointConfig cfg;
-    cfg.num_planes = 2;
-    cfg.qp.max_mpr = 8;
-    cfg.qp.max_wimm = 64;
-    ASSERT_TRUE(ep.init(cfg).ok());
-    ASSERT_TRUE(ep.create_qp(&qpn).ok());
+    open(8, 64);
     evs.resize(4);
     for (uint8_t i = 0; i < 4; ++i) evs[i].plane = i % 2;
+  }
+
+  // The endpoint (again) with these QP limits, and a QP on it.
+  void open(uint8_t max_mpr, uint16_t max_wimm) {
+    EndpointConfig cfg;
+    cfg.num_planes = 2;
+    cfg.qp.max_mpr = max_mpr;
+    cfg.qp.max_wimm = max_wimm;
+    ASSERT_TRUE(ep.init(cfg).ok());
+    ASSERT_TRUE(ep.create_qp(&qpn).ok());
   }
 
   Status to_init() {
@@ -102,12 +107,8 @@ TEST_F(QpLifecycle, MovesResetInitRtrRtsInOrder) {
 // requester then starts no more than 4 WIMMs before an ACK, and the
 // responder takes no more than 4 waiting for their turn to complete.
 TEST_F(QpLifecycle, DefaultsOverTheEndpointsLimitsAreCutToThem) {
-  EndpointConfig cfg;
-  cfg.num_planes = 2;
-  cfg.qp.max_mpr = 2;
-  cfg.qp.max_wimm = 4;
-  ASSERT_TRUE(ep.init(cfg).ok());
-  ASSERT_TRUE(ep.create_qp(&qpn).ok());
+  open(2, 4);
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_TRUE(to_init().ok());
   ASSERT_TRUE(to_rtr().ok());
   ASSERT_TRUE(to_rts().ok());
