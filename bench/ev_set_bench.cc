@@ -59,7 +59,7 @@ void BM_EvSetLossAndRestore(benchmark::State& state) {
   TimeNs now = 0;
   for (auto _ : state) {
     set.on_loss(ev, now);
-    set.on_probe_reply(ev, now);
+    set.on_probe_reply(ev, now, now);
     set.clear_events();
     ev = (ev + 1) % kMaxEvsPerQp;
     now++;

@@ -32,7 +32,9 @@ struct QpCounters {
   std::array<uint64_t, size_t(RetxCause::kCount)> retransmits{};  // resends, by cause
   uint64_t acks_rx = 0;
   std::array<uint64_t, kNackCodes> nacks_rx{};  // by code
-  uint64_t feedback_ignored = 0;                // acknowledged PSNs never sent: a confused peer
+  // Feedback about something else: PSNs never sent (a confused peer), a
+  // stray notice, a probe reply older than its EV's failure.
+  uint64_t feedback_ignored = 0;
   uint64_t duplicate_feedback = 0;  // the responder got a copy it had: a needless resend
   uint64_t timeouts = 0;
   uint64_t probes_tx = 0;

@@ -678,7 +678,7 @@ void Qp::on_probe_reply(const wire::PacketView& pkt, TimeNs now, Sinks& s) {
     return;
   }
   ++counters_.probe_replies_rx;
-  evs_.on_probe_reply(ev, now);
+  if (!evs_.on_probe_reply(ev, pkt.t.probe.t_send_ns, now)) ++counters_.feedback_ignored;
   drain_ev_events(s);
 }
 

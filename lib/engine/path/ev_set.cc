@@ -127,6 +127,7 @@ void EvSet::add_bad(uint32_t ev, TimeNs now) {
   EvRuntime& r = ev_[ev];
   r.slot = num_bad_;
   bad_[num_bad_++] = ev;
+  r.bad_since_ns = now;
   r.probe_gap_ns = cfg_.probe_initial_ns;
   r.probe_at_ns = now + r.probe_gap_ns;
   if (plane_[r.plane].up) next_probe_ns_ = std::min(next_probe_ns_, r.probe_at_ns);
@@ -319,9 +320,13 @@ void EvSet::on_probe_sent(uint32_t ev, TimeNs now) {
   update_next_probe();
 }
 
-void EvSet::on_probe_reply(uint32_t ev, TimeNs now) {
+bool EvSet::on_probe_reply(uint32_t ev, TimeNs probe_sent_ns, TimeNs now) {
   counters_[ev].probe_replies++;
-  if (ev_[ev].state == EvState::kAssumedBad) change_state(ev, EvState::kGood, now);
+  const EvRuntime& r = ev_[ev];
+  if (r.state != EvState::kAssumedBad) return true;
+  if (probe_sent_ns < r.bad_since_ns) return false;
+  change_state(ev, EvState::kGood, now);
+  return true;
 }
 
 }  // namespace softmrc::engine

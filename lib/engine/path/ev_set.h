@@ -140,7 +140,11 @@ class EvSet {
   // backoff. probe_due() returns the same EV until on_probe_sent() is called.
   uint32_t probe_due(TimeNs now) const;
   void on_probe_sent(uint32_t ev, TimeNs now);
-  void on_probe_reply(uint32_t ev, TimeNs now);          // ASSUMED_BAD -> GOOD
+  // ASSUMED_BAD -> GOOD, if the probe answered (sent at `probe_sent_ns`,
+  // the reply's echo) left after the EV went bad: a reply to an older
+  // probe, late or duplicated, says nothing of the path since. False for
+  // such a stale reply.
+  bool on_probe_reply(uint32_t ev, TimeNs probe_sent_ns, TimeNs now);
   TimeNs next_wakeup() const { return next_probe_ns_; }  // earliest probe due, or kNever
 
   // State changes since the last clear_events(), oldest first. The buffer
@@ -159,6 +163,7 @@ class EvSet {
     uint32_t drops = 0;           // losses since the last state change
     TimeNs probe_at_ns = kNever;  // ASSUMED_BAD: when the next probe is due
     TimeNs probe_gap_ns = 0;      // ASSUMED_BAD: gap before that probe
+    TimeNs bad_since_ns = 0;      // ASSUMED_BAD: since when
     TimeNs avoid_until_ns = 0;    // kEcnAvoid: steer away until then
   };
   struct Plane {

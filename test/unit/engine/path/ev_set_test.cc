@@ -199,7 +199,7 @@ TEST(EvSet, ProbeReplyRestoresGoodWithAnEvent) {
   EXPECT_FALSE(set.on_loss(1, 2 * kUs));
   set.clear_events();
 
-  set.on_probe_reply(1, 30 * kUs);
+  EXPECT_TRUE(set.on_probe_reply(1, 10 * kUs, 30 * kUs));
   EXPECT_EQ(set.state(1), EvState::kGood);
   EXPECT_EQ(set.usable_count(), 4u);
   EXPECT_EQ(set.next_wakeup(), kNever);
@@ -214,9 +214,20 @@ TEST(EvSet, ProbeReplyRestoresGoodWithAnEvent) {
   for (int i = 0; i < 4; i++) picked.insert(set.pick(0));
   EXPECT_TRUE(picked.count(1));
 
-  set.on_probe_reply(1, 40 * kUs);  // a late duplicate reply
+  EXPECT_TRUE(set.on_probe_reply(1, 10 * kUs, 40 * kUs));  // a late duplicate reply
   EXPECT_EQ(set.events().size(), 1u);
   EXPECT_EQ(set.counters(1).probe_replies, 2u);
+}
+
+// Only a probe sent since the EV went bad speaks for the path now.
+TEST(EvSet, AReplyToAProbeFromBeforeTheFailureLeavesTheEvBad) {
+  EvSet set = make_set(1, 4);
+  ASSERT_TRUE(set.on_loss(1, 20 * kUs));
+  EXPECT_FALSE(set.on_probe_reply(1, 19 * kUs, 30 * kUs));
+  EXPECT_EQ(set.state(1), EvState::kAssumedBad);
+  EXPECT_EQ(set.counters(1).probe_replies, 1u);
+  EXPECT_TRUE(set.on_probe_reply(1, 20 * kUs, 31 * kUs));
+  EXPECT_EQ(set.state(1), EvState::kGood);
 }
 
 TEST(EvSet, LossesOnTheLastMinActiveUsableEvsAreOnlyCounted) {
@@ -232,7 +243,7 @@ TEST(EvSet, LossesOnTheLastMinActiveUsableEvsAreOnlyCounted) {
   EXPECT_EQ(set.events().size(), 5u);
 
   // A restored EV can be marked again: there is one above min_active.
-  set.on_probe_reply(0, 50 * kUs);
+  set.on_probe_reply(0, 10 * kUs, 50 * kUs);
   EXPECT_TRUE(set.on_loss(0, 51 * kUs));
   EXPECT_FALSE(set.on_loss(6, 52 * kUs));
 }
@@ -300,7 +311,7 @@ TEST(EvSet, DenyingAnAssumedBadEvStopsItsProbes) {
   ASSERT_TRUE(set.set_denied(2, true, 1));
   EXPECT_EQ(set.next_wakeup(), kNever);
   EXPECT_EQ(set.probe_due(kProbeMaxNs), kNoEv);
-  set.on_probe_reply(2, 2);  // a reply to a probe sent before the denial
+  set.on_probe_reply(2, 1, 2);  // a reply to a probe sent before the denial
   EXPECT_EQ(set.state(2), EvState::kDenied);
   ASSERT_TRUE(set.set_denied(2, false, 3));
   EXPECT_EQ(set.state(2), EvState::kGood);
@@ -447,7 +458,7 @@ TEST(EvSet, RandomisedOperationsKeepEveryInvariant) {
           break;
         }
         case 1:
-          set.on_probe_reply(ev, now);
+          set.on_probe_reply(ev, now, now);
           if (shadow[ev] == EvState::kAssumedBad) shadow[ev] = EvState::kGood;
           break;
         case 2: {
