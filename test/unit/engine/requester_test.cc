@@ -906,18 +906,26 @@ wire::PacketView probe_reply(const OneQp& q, uint32_t ev, TimeNs sent_ns) {
   return reply;
 }
 
-TEST(Probe, AssumedBadEvIsProbedWithBackoffAndAReplyRestoresIt) {
-  OneQp q;  // probes after 10 us, then 20 us, ...
+// Ten packets out; the first is declared lost at 8 us, so its EV (*bad)
+// goes ASSUMED_BAD, to be probed from 18 us; its resend is acknowledged at
+// 9 us, leaving nothing in flight.
+void lose_the_first_of_ten(OneQp& q, uint32_t* bad) {
   ASSERT_TRUE(q.write(1, 0, 10 * 1024).ok());
   const auto tx = q.tx(0);
   std::vector<uint32_t> later;
   for (uint32_t p = 101; p < 110; ++p) later.push_back(p);
   q.ep.on_packet(q.ack(100, 109, tx[9].ev, later), 0, 4'000);
-  const auto resent = q.tx(8'000);  // 100 is declared lost: its EV goes ASSUMED_BAD
-  const uint32_t bad = tx[0].ev;
-  ASSERT_EQ(q.qp().evs().state(bad), EvState::kAssumedBad);
+  const auto resent = q.tx(8'000);
+  *bad = tx[0].ev;
+  ASSERT_EQ(q.qp().evs().state(*bad), EvState::kAssumedBad);
   ASSERT_EQ(resent.size(), 1u);
-  q.ep.on_packet(q.ack(110, 100, resent[0].ev), 0, 9'000);  // nothing left in flight
+  q.ep.on_packet(q.ack(110, 100, resent[0].ev), 0, 9'000);
+}
+
+TEST(Probe, AssumedBadEvIsProbedWithBackoffAndAReplyRestoresIt) {
+  OneQp q;  // probes after 10 us, then 20 us, ...
+  uint32_t bad = kNoEv;
+  ASSERT_NO_FATAL_FAILURE(lose_the_first_of_ten(q, &bad));
 
   EXPECT_EQ(q.ep.next_wakeup(), 18'000u);
   auto probes = q.tx(18'000);
@@ -945,16 +953,8 @@ TEST(Probe, AssumedBadEvIsProbedWithBackoffAndAReplyRestoresIt) {
 // use until a probe of this failure is answered.
 TEST(Probe, AReplyToAProbeSentBeforeTheEvWentBadAgainIsIgnored) {
   OneQp q;
-  ASSERT_TRUE(q.write(1, 0, 10 * 1024).ok());
-  const auto tx = q.tx(0);
-  std::vector<uint32_t> later;
-  for (uint32_t p = 101; p < 110; ++p) later.push_back(p);
-  q.ep.on_packet(q.ack(100, 109, tx[9].ev, later), 0, 4'000);
-  const auto resent = q.tx(8'000);  // 100 is declared lost: its EV goes ASSUMED_BAD
-  const uint32_t bad = tx[0].ev;
-  ASSERT_EQ(q.qp().evs().state(bad), EvState::kAssumedBad);
-  ASSERT_EQ(resent.size(), 1u);
-  q.ep.on_packet(q.ack(110, 100, resent[0].ev), 0, 9'000);
+  uint32_t bad = kNoEv;
+  ASSERT_NO_FATAL_FAILURE(lose_the_first_of_ten(q, &bad));
 
   q.ep.on_packet(probe_reply(q, bad, 7'999), 0, 10'000);  // a probe of before 8 us
   EXPECT_EQ(q.qp().evs().state(bad), EvState::kAssumedBad);

@@ -43,10 +43,15 @@ std::string error_of(const std::string& yaml) {
   return "";
 }
 
-TEST(FaultSchedule, LinkDownForADurationComesBackUp) {
+// A schedule applied to a fabric of the small topology.
+class ScheduleOnFabric : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(f.init(small()), nullptr); }
   Fabric f;
-  ASSERT_EQ(f.init(small()), nullptr);
   FaultSchedule s;
+};
+
+TEST_F(ScheduleOnFabric, LinkDownForADurationComesBackUp) {
   FaultSpec spec = link_fault(FaultKind::kLinkDown, 5000);
   spec.for_ns = 2000;
   ASSERT_EQ(s.add(spec, f.topology()), "");
@@ -66,10 +71,7 @@ TEST(FaultSchedule, LinkDownForADurationComesBackUp) {
   EXPECT_EQ(s.next_at(), kNever);
 }
 
-TEST(FaultSchedule, FlapExpandsIntoCyclesInTimeOrderWithOtherFaults) {
-  Fabric f;
-  ASSERT_EQ(f.init(small()), nullptr);
-  FaultSchedule s;
+TEST_F(ScheduleOnFabric, FlapExpandsIntoCyclesInTimeOrderWithOtherFaults) {
   FaultSpec flap = link_fault(FaultKind::kFlap, 1000);
   flap.period_ns = 1000;
   flap.down_ns = 300;
@@ -86,10 +88,7 @@ TEST(FaultSchedule, FlapExpandsIntoCyclesInTimeOrderWithOtherFaults) {
   EXPECT_TRUE(f.link(f.topology().leaf_up(1, 2, 3)).up());
 }
 
-TEST(FaultSchedule, SwitchRebootTakesEveryLinkOfTheSwitch) {
-  Fabric f;
-  ASSERT_EQ(f.init(small()), nullptr);
-  FaultSchedule s;
+TEST_F(ScheduleOnFabric, SwitchRebootTakesEveryLinkOfTheSwitch) {
   FaultSpec spec;
   spec.where = "faults[0]";
   spec.kind = FaultKind::kSwitchDown;
@@ -109,10 +108,7 @@ TEST(FaultSchedule, SwitchRebootTakesEveryLinkOfTheSwitch) {
   EXPECT_TRUE(f.link(f.topology().leaf_up(0, 0, 1)).up());
 }
 
-TEST(FaultSchedule, DegradeAndBlackholeAreUndoneWhenTheyEnd) {
-  Fabric f;
-  ASSERT_EQ(f.init(small()), nullptr);
-  FaultSchedule s;
+TEST_F(ScheduleOnFabric, DegradeAndBlackholeAreUndoneWhenTheyEnd) {
   FaultSpec slow = link_fault(FaultKind::kDegrade, 0);
   slow.rate_factor = 0.5;
   slow.for_ns = 100;
@@ -130,10 +126,7 @@ TEST(FaultSchedule, DegradeAndBlackholeAreUndoneWhenTheyEnd) {
 }
 
 // Two down faults on one link: it is up only once neither holds it.
-TEST(FaultSchedule, OverlappingDownsHoldTheLinkUntilTheLastEnds) {
-  Fabric f;
-  ASSERT_EQ(f.init(small()), nullptr);
-  FaultSchedule s;
+TEST_F(ScheduleOnFabric, OverlappingDownsHoldTheLinkUntilTheLastEnds) {
   FaultSpec first = link_fault(FaultKind::kLinkDown, 100);
   first.for_ns = 200;  // to 300
   FaultSpec second = link_fault(FaultKind::kLinkDown, 200);
@@ -155,10 +148,7 @@ TEST(FaultSchedule, OverlappingDownsHoldTheLinkUntilTheLastEnds) {
   }
 }
 
-TEST(FaultSchedule, ABlackholeLastsWhileAnyHoldsIt) {
-  Fabric f;
-  ASSERT_EQ(f.init(small()), nullptr);
-  FaultSchedule s;
+TEST_F(ScheduleOnFabric, ABlackholeLastsWhileAnyHoldsIt) {
   FaultSpec forever = link_fault(FaultKind::kBlackhole, 100);
   FaultSpec brief = link_fault(FaultKind::kBlackhole, 50);
   brief.for_ns = 100;
@@ -170,10 +160,7 @@ TEST(FaultSchedule, ABlackholeLastsWhileAnyHoldsIt) {
 
 // A fault that starts when another on its links ends is not undone by that
 // end, whichever was written first.
-TEST(FaultSchedule, AnEndFallsBeforeAStartAtTheSameTime) {
-  Fabric f;
-  ASSERT_EQ(f.init(small()), nullptr);
-  FaultSchedule s;
+TEST_F(ScheduleOnFabric, AnEndFallsBeforeAStartAtTheSameTime) {
   FaultSpec later = link_fault(FaultKind::kGray, 500);
   later.loss = 0.2;
   FaultSpec earlier = link_fault(FaultKind::kGray, 0);
