@@ -34,6 +34,15 @@ struct Bin {
   uint32_t ev_to_good = 0;
   uint32_t drops = 0;
   uint32_t trims = 0;
+
+  Bin& operator+=(const Bin& o) {
+    rx_bytes += o.rx_bytes;
+    ev_to_bad += o.ev_to_bad;
+    ev_to_good += o.ev_to_good;
+    drops += o.drops;
+    trims += o.trims;
+    return *this;
+  }
 };
 
 // One transfer, kept when SimOptions::record_transfers is set (tests).

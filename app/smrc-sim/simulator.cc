@@ -446,12 +446,7 @@ void Simulator::finish_result() {
   if (now_ > 0 && now_ % r.bin_ns == 0 && r.bins.size() == now_ / r.bin_ns + 1) {
     const Bin last = r.bins.back();
     r.bins.pop_back();
-    Bin& prev = r.bins.back();
-    prev.rx_bytes += last.rx_bytes;
-    prev.ev_to_bad += last.ev_to_bad;
-    prev.ev_to_good += last.ev_to_good;
-    prev.drops += last.drops;
-    prev.trims += last.trims;
+    r.bins.back() += last;
   }
 }
 
