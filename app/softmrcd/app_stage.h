@@ -98,6 +98,8 @@ class AppStage {
   // The control thread: events the lcore raised.
   uint32_t take_events(AppEvent* out, uint32_t max) { return events_out_.dequeue_burst(out, max); }
 
+  // The owning lcore: descriptors refused as malformed, and rings found
+  // corrupt (the endpoint's snapshot publishes it).
   uint64_t bad_descriptors() const { return bad_descriptors_; }
   // Any thread: events the control thread had no room for (it drains the
   // ring every 10 ms at least).

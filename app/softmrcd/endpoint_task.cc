@@ -596,6 +596,7 @@ void EndpointTask::publish(uint64_t now) {
   s.txgen_finished = txgen_.finished();
   s.app_outstanding = app_ ? app_->outstanding(ep_) : 0;
   s.app_flushed_qps = app_flushed_qps_;
+  s.app_bad_descriptors = app_ ? app_->bad_descriptors() : 0;
   // The traffic generator's QPs, then the applications'. Their number and
   // EVs change only through calls (the slow path): the snapshot's tables
   // grow here when they hold fewer, never per packet.

@@ -282,6 +282,8 @@ void drops_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, int onl
     r.num("engine_ctrl_no_ev", s.engine.ctrl_no_ev);
     r.num("engine_events_lost", s.engine.events_lost);
     r.num("engine_cq_overflow", s.engine.cq_overflow);
+    // Refused before the engine: applications' malformed work requests.
+    r.num("app_bad_descriptors", s.app_bad_descriptors);
     out->push_back(std::move(r));
   }
 }

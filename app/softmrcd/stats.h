@@ -121,6 +121,7 @@ struct EndpointSnapshot {
   bool stopping = false;         // taken after the lcore saw the stop (flows' ends owed counted)
   uint64_t app_outstanding = 0;  // application sends posted to the engine, not completed
   uint32_t app_flushed_qps = 0;  // application QPs the shutdown moved to ERROR
+  uint64_t app_bad_descriptors = 0;  // applications' descriptors and rings refused (app_stage.h)
   uint32_t num_qps = 0;
   std::vector<QpStats> qps;  // [0, num_qps)
   std::vector<EvStats> evs;

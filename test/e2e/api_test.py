@@ -21,7 +21,8 @@ programs written against libsoftmrc. One --case per test:
                        the region untouched, the PD busy while it holds it
   forged_descriptors   a raw client writes bad descriptors and a garbage index
                        straight into its ring: error completions, a QP-fatal
-                       event, the daemon keeps serving
+                       event, each counted in /softmrc/drops, the daemon
+                       keeps serving
   port_events          smrcctl takes a plane down and up: the application gets
                        PORT_ERR and PORT_ACTIVE for it
   app_killed           an application streaming Writes is SIGKILLed: its daemon
@@ -448,8 +449,17 @@ def case_installed_example(args):
 
 def case_forged_descriptors(args):
     def body(a, b):
+        t = Telemetry(telemetry_socket(a.prefix))
+
+        def bad():
+            return t.query('/softmrc/drops,a')['a']['app_bad_descriptors']
+        check(bad() == 0, f'app_bad_descriptors {bad()} before any was forged')
         n = run_checks(args, 'forge', 'app-a', 'fd00:0:0:0::b')
         check(n >= 30, f'only {n} checks ran')
+        # Four forged sends, a receive and a Write in each other's ring, and
+        # the garbage producer index.
+        wait_for('the refused descriptors in /softmrc/drops', lambda: bad() == 7,
+                 output=f'app_bad_descriptors {bad()}, want 7')
         # The daemon still serves a well-behaved pair afterwards.
         run_example(args, a, b)
     with_pair(args, body)
