@@ -707,6 +707,25 @@ class Telemetry:
         return reply[name]
 
 
+def check_documented_drops(args, command, keys):
+    """The drop counters of a report, `keys`, are those its row in
+    docs/daemon.md's telemetry table names, no more and no fewer: there each
+    of the daemon's as `key`, and each wire::ParseStatus (rx_<status>) in
+    docs/wire-format.md's "Parse results"."""
+    with open(os.path.join(args.docs, 'daemon.md')) as f:
+        row = next(line for line in f if line.startswith(f'| `{command}` |'))
+    documented = {k for k in re.findall(r'`(\w+)`', row)
+                  if re.match(r'(rx|tx|engine|app|drop)_', k)}
+    with open(os.path.join(args.docs, 'wire-format.md')) as f:
+        table = f.read().split('## Parse results')[1].split('\n## ')[0]
+    parse = {'rx_' + k for k in re.findall(r'^\| (\w+) \|', table, re.M)} - {'rx_Status'}
+    if command == '/softmrc/drops':
+        documented |= parse
+        keys = keys - {'total'}
+    check(keys == documented, f'{command}: counters not in docs/daemon.md: '
+          f'{sorted(keys - documented)}; documented, not reported: {sorted(documented - keys)}')
+
+
 def case_telemetry(args):
     cfg = two_endpoints()
     cfg['traffic'][0]['duration_ms'] = 0  # until SIGTERM
@@ -747,9 +766,12 @@ def case_telemetry(args):
         drops = t.query('/softmrc/drops')
         check(drops['a']['total'] == 0 and 'rx_bad_icrc' in drops['a'] and
               'engine_rx_unknown_qpn' in drops['b'], f'/softmrc/drops: {drops}')
+        check_documented_drops(args, '/softmrc/drops', set(drops['a']))
         links = t.query('/softmrc/links')
         check(links['link0/0']['up'] == 1 and links['link0/1']['a_to_b_packets'] > 0,
               f'/softmrc/links: {links}')
+        check_documented_drops(args, '/softmrc/links', {
+            k[len('a_to_b_'):] for k in links['link0/0'] if k.startswith('a_to_b_drop_')})
         qps = t.query('/softmrc/qps')
         check(sorted(qps) == ['a/1', 'a/2', 'b/1', 'b/2'], f'/softmrc/qps: {qps}')
         bad = t.query('/softmrc/qp,zz,1')
