@@ -36,6 +36,9 @@
                                --no-huge)
   idle_yield                   idle_yield_passes: an idle lcore leaves its CPU
                                to a busy loop pinned there; without it, not
+  rx_drops                     crafted frames replayed into a plane (net_pcap):
+                               each bad one counted under its reason in
+                               /softmrc/drops and the summary
   bad_config                   bad files rejected with the messages that
                                docs/configuration.md documents
   options                      bad command lines, --help
@@ -55,9 +58,11 @@ import shlex
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
+import zlib
 
 EAL = ['-l', '0-1', '--no-huge', '-m', '512', '--no-pci', '--log-level', 'lib.eal:warning']
 
@@ -724,6 +729,93 @@ def check_documented_drops(args, command, keys):
         keys = keys - {'total'}
     check(keys == documented, f'{command}: counters not in docs/daemon.md: '
           f'{sorted(keys - documented)}; documented, not reported: {sorted(documented - keys)}')
+
+
+def mrc_probe(dst_ip, src_ip, dest_qpn=0, udp_port=4791, opcode=0xd2, icrc=True):
+    """An Ethernet frame to plane a/0 with an MRC probe request over IPv6
+    (docs/wire-format.md), its ICRC computed as lib/wire does; icrc=False
+    leaves the stored one wrong."""
+    mth = bytes([1, 0, 0, 0]) + (0).to_bytes(4, 'big')
+    probe = (1).to_bytes(2, 'big') + bytes(22)
+    bth = bytes([opcode, 0, 0xff, 0xff, 0]) + dest_qpn.to_bytes(3, 'big') + bytes(4)
+    udp_len = 8 + len(bth) + len(mth) + len(probe) + 4
+    udp = (0xc000).to_bytes(2, 'big') + udp_port.to_bytes(2, 'big') + udp_len.to_bytes(2, 'big')
+    udp += bytes(2)
+    ip = (bytes([0x6c, 0, 0, 0]) + udp_len.to_bytes(2, 'big') + bytes([17, 64]) +
+          socket.inet_pton(socket.AF_INET6, src_ip) + socket.inet_pton(socket.AF_INET6, dst_ip))
+    packet = ip + udp + bth + mth + probe
+    # The variant fields are ones in the ICRC: traffic class and flow
+    # label, hop limit, UDP checksum, the BTH's resv8a.
+    masked = bytearray(packet)
+    masked[0] |= 0x0f
+    for i in (1, 2, 3, 7, 46, 47, 52):
+        masked[i] = 0xff
+    crc = zlib.crc32(b'\xff' * 8 + bytes(masked)) ^ (0 if icrc else 1)
+    eth = bytes.fromhex('02000000' '0a00') + bytes.fromhex('02000000' '0b00') + b'\x86\xdd'
+    return eth + packet + crc.to_bytes(4, 'big')
+
+
+def write_pcap(path, frames):
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<IHHiIII', 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+        for frame in frames:
+            f.write(struct.pack('<IIII', 0, 0, len(frame), len(frame)) + frame)
+
+
+def case_rx_drops(args):
+    """Crafted frames replayed into a's one plane (net_pcap): each bad one
+    dropped and counted under its reason in /softmrc/drops, in the total,
+    and in the summary; the good probe answered."""
+    me, peer = plane('a', 0)['ip'], plane('b', 0)['ip']
+    good = mrc_probe(me, peer)
+    tagged = good[:12] + bytes.fromhex('81000007') + good[12:]  # VLAN 7
+    corrupt = bytearray(good)
+    corrupt[-10] ^= 1  # in the probe header: only the ICRC can tell
+    want = {
+        'engine_rx_unknown_qpn': [mrc_probe(me, peer, dest_qpn=5)],
+        'rx_not_for_us': [mrc_probe('fd00::99', peer)],
+        'rx_other_vlan': [tagged],
+        'rx_truncated': [good[:30]],
+        'rx_not_ip': [good[:12] + b'\x08\x06' + bytes(46)],
+        'rx_not_mrc_port': [mrc_probe(me, peer, udp_port=4792)],
+        'rx_bad_opcode': [mrc_probe(me, peer, opcode=0x04)],
+        'rx_bad_icrc': [bytes(corrupt), mrc_probe(me, peer, icrc=False)],
+        'rx_too_long': [good + bytes(2000)],  # longer than path_mtu 1024 allows
+    }
+    frames = [good] + [f for fs in want.values() for f in fs]
+    rx_file = os.path.join(args.workdir, 'rx_drops.pcap')
+    tx_file = os.path.join(args.workdir, 'rx_drops_tx.pcap')
+    write_pcap(rx_file, frames)
+    cfg = {
+        'path_mtu': 1024,
+        'stats': {'snapshot_ms': 20, 'log_interval_ms': 0},
+        'endpoints': [{'name': 'a', 'planes': [
+            dict(plane('a', 0), port=f'net_pcap0,rx_pcap={rx_file},tx_pcap={tx_file}')]}],
+        'peers': [{'name': 'b', 'planes': [plane('b', 0)]}],
+    }
+    d = Daemon(args, 'rx_drops', cfg, stdin=subprocess.PIPE).start(['-i'])
+    try:
+        t = Telemetry(telemetry_socket(d.prefix))
+
+        def taken():
+            return t.query('/softmrc/planes,a')['a/0']['rx_packets']
+
+        # Every frame is either taken or dropped by the daemon.
+        wait_for(f'the {len(frames)} frames taken or dropped',
+                 lambda: taken() + t.query('/softmrc/drops,a')['a']['total'] == len(frames),
+                 output=d.output())
+        drops = t.query('/softmrc/drops,a')['a']
+        wrong = {k: (v, len(want.get(k, []))) for k, v in drops.items()
+                 if k != 'total' and v != len(want.get(k, []))}
+        check(not wrong, f'/softmrc/drops: (counted, sent) {wrong}')
+        check(taken() == 2, f'good frames taken: {taken()}')
+        wait_for('the probe answered', lambda: t.query('/softmrc/planes,a')['a/0']['tx_packets'],
+                 output=d.output())
+        total = drops['total']
+        check(d.quit() == 0, 'exit status after quit', d.output())
+        d.read_until(rf'^softmrcd: a: sent 1 packets .* received 2, dropped {total},')
+    finally:
+        d.kill()
 
 
 def case_telemetry(args):
