@@ -544,5 +544,36 @@ TEST(Responder, PacketsForUnknownOrUnreadyQpsAreCountedAndDropped) {
   EXPECT_EQ(q.qp().counters().rx_data_packets, 0u);
 }
 
+TEST(Responder, FeedbackForAQpNotSendingAndStrayProbeRepliesAreUnexpected) {
+  OneQpConfig only_receives;
+  only_receives.last = QpState::kRtr;
+  OneQp rtr(only_receives);
+  rtr.ep.on_packet(rtr.ack(100, 100, 0), 0, 0);
+  EXPECT_EQ(rtr.ep.counters().rx_unexpected, 1u) << "an RTR QP has sent nothing to acknowledge";
+  OneQp rts;
+  wire::PacketView reply;
+  reply.t.opcode = Opcode::kProbeReply;
+  reply.t.dest_qpn = rts.qpn;
+  reply.t.probe.echo_tag = static_cast<uint32_t>(rts.qp().evs().size());
+  rts.ep.on_packet(reply, 0, 0);
+  EXPECT_EQ(rts.ep.counters().rx_unexpected, 1u) << "a reply naming none of its EVs";
+  EXPECT_EQ(rts.qp().counters().probe_replies_rx, 0u);
+}
+
+TEST(Responder, FeedbackWithNoUsableEvIsCountedNotSent) {
+  OneQp q;
+  wire::PacketView ps;
+  ps.t.opcode = Opcode::kPortStatus;
+  ps.t.dest_qpn = q.qpn;
+  ps.t.port_status = wire::PortStatus{0, 1, 2};  // the peer has no plane left
+  q.ep.on_packet(ps, 0, 0);
+  ASSERT_EQ(q.qp().evs().usable_count(), 0u);
+  q.ep.on_packet(q.data(500, Opcode::kWriteOnly, 0, 10, 0, bytes(10, 0)), 0, 1'000);
+  EXPECT_EQ(q.qp().counters().rx_data_packets, 1u);
+  EXPECT_TRUE(feedback(q, 1'000).empty());
+  EXPECT_EQ(q.ep.counters().ctrl_no_ev, 1u);
+  EXPECT_EQ(q.qp().counters().acks_tx, 0u);
+}
+
 }  // namespace
 }  // namespace softmrc::engine::test
