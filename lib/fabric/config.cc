@@ -70,16 +70,17 @@ std::vector<FaultSpec> read_faults(const ConfigNode& parent, const char* key) {
   std::vector<FaultSpec> out;
   for (const ConfigNode& f : parent.list(key)) {
     f.only({"type", "at_us", "for_us", "plane", "host", "leaf", "spine", "all_fabric_links",
-            "direction", "loss", "rate", "period_us", "down_us", "count"});
+            "direction", "loss", "rate", "period_us", "down_us", "count", "probability", "icrc"});
     FaultSpec s;
     s.where = f.path();
     static constexpr FaultKind kKinds[] = {
-        FaultKind::kLinkDown,  FaultKind::kLinkUp, FaultKind::kSwitchDown, FaultKind::kSwitchUp,
-        FaultKind::kBlackhole, FaultKind::kGray,   FaultKind::kFlap,       FaultKind::kDegrade};
+        FaultKind::kLinkDown, FaultKind::kLinkUp,    FaultKind::kSwitchDown,
+        FaultKind::kSwitchUp, FaultKind::kBlackhole, FaultKind::kGray,
+        FaultKind::kFlap,     FaultKind::kDegrade,   FaultKind::kCorrupt};
     if (!f.has("type")) f.fail("type", "missing");
     s.kind = kKinds[f.choice("type",
                              {"link_down", "link_up", "switch_down", "switch_up", "blackhole",
-                              "gray", "flap", "degrade"},
+                              "gray", "flap", "degrade", "corrupt"},
                              0)];
     s.at_ns = us_to_ns(f.number("at_us", 0, kMaxUs));
     if (f.has("for_us")) s.for_ns = us_to_ns(f.number("for_us", 0.001, kMaxUs));
@@ -112,14 +113,22 @@ std::vector<FaultSpec> read_faults(const ConfigNode& parent, const char* key) {
       s.down_ns = us_to_ns(f.number("down_us", 0.001, kMaxUs));
       s.count = static_cast<uint32_t>(f.integer("count", 1, 100'000));
     }
-    for (const char* k : {"loss", "rate", "period_us", "down_us", "count"}) {
-      const bool wanted =
-          (s.kind == FaultKind::kGray && k == std::string("loss")) ||
-          (s.kind == FaultKind::kDegrade && k == std::string("rate")) ||
-          (s.kind == FaultKind::kFlap && k != std::string("loss") && k != std::string("rate"));
-      if (f.has(k) && !wanted)
-        f.fail(k, std::string("does not apply to a ") + fault_kind_name(s.kind) + " fault");
+    if (s.kind == FaultKind::kCorrupt) {
+      s.probability = f.number("probability", 0, 1);
+      s.corruption = f.choice("icrc", {"keep", "recompute"}, 0) == 0 ? Corruption::kBadIcrc
+                                                                     : Corruption::kRecomputedIcrc;
     }
+    // The keys only one kind of fault takes.
+    static constexpr struct {
+      const char* key;
+      FaultKind kind;
+    } kOwnKeys[] = {{"loss", FaultKind::kGray},      {"rate", FaultKind::kDegrade},
+                    {"period_us", FaultKind::kFlap}, {"down_us", FaultKind::kFlap},
+                    {"count", FaultKind::kFlap},     {"probability", FaultKind::kCorrupt},
+                    {"icrc", FaultKind::kCorrupt}};
+    for (const auto& [key, kind] : kOwnKeys)
+      if (f.has(key) && s.kind != kind)
+        f.fail(key, std::string("does not apply to a ") + fault_kind_name(s.kind) + " fault");
     out.push_back(s);
   }
   return out;

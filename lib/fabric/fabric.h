@@ -11,10 +11,10 @@
 //
 // Routing. Link state changes at once (set_link_up); the control plane
 // follows `reroute_ns` later, when it withdraws the link from (or returns
-// it to) the ECMP groups. A blackholed, lossy or degraded link is never
-// withdrawn: nothing tells the switches. advance(now) applies the route
-// changes that have come due; next_route_change() says when the next one
-// is.
+// it to) the ECMP groups. A blackholed, lossy, degraded or corrupting link
+// is never withdrawn: nothing tells the switches. advance(now) applies the
+// route changes that have come due; next_route_change() says when the next
+// one is.
 //
 // Two ways to move packets:
 //   - route() then Link::enqueue() hop by hop, each at the time the packet

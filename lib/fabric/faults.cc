@@ -115,6 +115,9 @@ void FaultSchedule::apply(const FaultEvent& e, Fabric& fabric, TimeNs now) {
       case FaultAction::kRate:
         l.set_rate_factor(e.value, now);
         break;
+      case FaultAction::kCorrupt:
+        l.set_corruption(e.value, e.corruption);
+        break;
     }
   }
 }
@@ -147,10 +150,12 @@ std::string FaultSchedule::add(const FaultSpec& s, const Topology& topo) {
       s.kind != FaultKind::kLinkUp && s.kind != FaultKind::kSwitchUp && s.kind != FaultKind::kFlap;
   if (s.for_ns != kNever && !undone)
     return fail(std::string("for_us: a ") + fault_kind_name(s.kind) +
-                " fault is not undone (only link_down, switch_down, blackhole, gray and degrade "
-                "are)");
+                " fault is not undone (only link_down, switch_down, blackhole, gray, degrade and "
+                "corrupt are)");
   if (s.for_ns != kNever && s.for_ns == 0) return fail("for_us: must be above 0");
-  const std::string name = std::string(fault_kind_name(s.kind)) + " " + target_name(s.target);
+  std::string name = std::string(fault_kind_name(s.kind)) + " " + target_name(s.target);
+  if (s.kind == FaultKind::kCorrupt && s.corruption == Corruption::kRecomputedIcrc)
+    name += ", ICRC recomputed";
   const TimeNs end = s.for_ns == kNever ? kNever : s.at_ns + s.for_ns;
   const uint64_t events =
       s.kind == FaultKind::kFlap ? 2 * uint64_t{s.count} : 1 + uint64_t{undone && end != kNever};
@@ -159,7 +164,8 @@ std::string FaultSchedule::add(const FaultSpec& s, const Topology& topo) {
                 std::to_string(events) + " events x " + std::to_string(links.size()) +
                 " links), more than the " + std::to_string(kMaxLinkChanges) +
                 " a schedule holds in all: fewer cycles or a narrower target");
-  const bool setting = s.kind == FaultKind::kGray || s.kind == FaultKind::kDegrade;
+  const bool setting =
+      s.kind == FaultKind::kGray || s.kind == FaultKind::kDegrade || s.kind == FaultKind::kCorrupt;
   std::vector<uint32_t> sorted;
   if (setting) {
     sorted = links;
@@ -170,7 +176,7 @@ std::string FaultSchedule::add(const FaultSpec& s, const Topology& topo) {
                     " fault per link at a time");
   }
   const auto event = [&](TimeNs at, FaultAction a, double v, bool ends, const char* suffix) {
-    push(FaultEvent{at, a, v, ends, links, name + suffix});
+    push(FaultEvent{at, a, v, ends, links, name + suffix, s.corruption});
   };
   switch (s.kind) {
     case FaultKind::kLinkDown:
@@ -195,6 +201,11 @@ std::string FaultSchedule::add(const FaultSpec& s, const Topology& topo) {
       if (!(s.rate_factor > 0 && s.rate_factor < 1)) return fail("rate: must be in (0, 1)");
       event(s.at_ns, FaultAction::kRate, s.rate_factor, false, "");
       if (end != kNever) event(end, FaultAction::kRate, 1, true, ": over");
+      break;
+    case FaultKind::kCorrupt:
+      if (!(s.probability > 0 && s.probability <= 1)) return fail("probability: must be in (0, 1]");
+      event(s.at_ns, FaultAction::kCorrupt, s.probability, false, "");
+      if (end != kNever) event(end, FaultAction::kCorrupt, 0, true, ": over");
       break;
     case FaultKind::kFlap:
       if (s.period_ns == 0) return fail("period_us: must be above 0");

@@ -12,9 +12,10 @@
 // Faults may overlap. A link is down while any down fault holds it (a
 // link_down, a switch_down, a flap's down time), and blackholed while any
 // blackhole does: the end of one leaves the others in force; link_up and
-// switch_up bring links up whatever holds them down. Two gray, or two
-// degrade, faults on one link at once would each set its loss (rate), so
-// add() refuses the second. An end falls before a start at the same time.
+// switch_up bring links up whatever holds them down. Two gray, two
+// degrade, or two corrupt faults on one link at once would each set its
+// loss (rate, corruption), so add() refuses the second. An end falls before a start at the same
+// time.
 //
 // Clock-free: the caller says what time it is.
 #pragma once
@@ -37,6 +38,7 @@ enum class FaultKind : uint8_t {
   kGray,        // link(s) lose `loss` of their packets at random
   kFlap,        // link(s) go down for down_ns every period_ns, `count` times
   kDegrade,     // link(s) run at rate_factor times their rate
+  kCorrupt,     // link(s) rewrite a payload byte of `probability` of their data packets
 };
 const char* fault_kind_name(FaultKind k);
 
@@ -69,17 +71,28 @@ struct FaultSpec {
   TimeNs period_ns = 0;    // kFlap
   TimeNs down_ns = 0;      // kFlap: < period_ns
   uint32_t count = 0;      // kFlap: cycles
+  double probability = 0;  // kCorrupt: per data packet, (0, 1]
+  Corruption corruption = Corruption::kBadIcrc;  // kCorrupt: what becomes of the ICRC
 };
 
-enum class FaultAction : uint8_t { kDown, kUp, kBlackholeOn, kBlackholeOff, kLoss, kRate };
+enum class FaultAction : uint8_t {
+  kDown,
+  kUp,
+  kBlackholeOn,
+  kBlackholeOff,
+  kLoss,
+  kRate,
+  kCorrupt,
+};
 
 struct FaultEvent {
   TimeNs at_ns = 0;
   FaultAction action = FaultAction::kDown;
-  double value = 0;   // kLoss: probability; kRate: factor
+  double value = 0;   // kLoss, kCorrupt: probability; kRate: factor
   bool ends = false;  // the end of a fault (for_ns over, a flap's up): one hold less
   std::vector<uint32_t> links;
-  std::string what;  // "link_down p0 leaf1<->spine2", for traces
+  std::string what;                              // "link_down p0 leaf1<->spine2", for traces
+  Corruption corruption = Corruption::kBadIcrc;  // kCorrupt
 };
 
 class FaultSchedule {
@@ -98,7 +111,7 @@ class FaultSchedule {
   std::span<const FaultEvent> apply_due(TimeNs now, Fabric& fabric);
 
  private:
-  // A gray or degrade fault's span, to refuse another on its links.
+  // A gray, degrade or corrupt fault's span, to refuse another on its links.
   struct Setting {
     FaultKind kind;
     TimeNs from_ns;

@@ -98,6 +98,10 @@ Verdict Link::enqueue(PacketMeta& pkt, TimeNs now, Rng& rng) {
   counters_.busy_ps += ser_ps;
   // A gray link loses the packet on the wire: it still used the link.
   if (loss_rate_ > 0 && rng.uniform() < loss_rate_) return drop(DropReason::kLoss);
+  if (corrupt_rate_ > 0 && !pkt.control && !pkt.trimmed && rng.uniform() < corrupt_rate_) {
+    pkt.corrupted = corruption_;
+    ++counters_.corruptions;
+  }
   return Verdict{to_ns(depart_ps) + cfg_.delay_ns, DropReason::kNone};
 }
 

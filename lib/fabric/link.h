@@ -26,8 +26,8 @@
 //
 // Faults are plain state changed by direct calls at any time: up/down,
 // a silent blackhole (whole link, or chosen EVs only), random loss on the
-// wire (gray link) and a rate factor (degraded link). fabric/faults.h
-// drives the same calls from a schedule.
+// wire (gray link), a rate factor (degraded link) and random corruption of
+// data payloads. fabric/faults.h drives the same calls from a schedule.
 //
 // Approximations, all small against a data packet's serialisation time: a
 // priority packet does not wait for the data packet being sent when it
@@ -36,7 +36,7 @@
 // order per link; an earlier `now` is treated as the latest one seen.
 //
 // Pure and clock-free: time is an argument, randomness comes from the Rng
-// passed in (drawn only for links with a loss rate). Not thread-safe.
+// passed in (drawn only for lossy or corrupting links). Not thread-safe.
 #pragma once
 
 #include <array>
@@ -82,6 +82,14 @@ enum class DropReason : uint8_t {
 };
 const char* drop_reason_name(DropReason r);
 
+// A payload byte a link rewrote, and what became of the ICRC over it.
+enum class Corruption : uint8_t {
+  kNone,
+  kBadIcrc,         // changed on the wire: the receiver's ICRC check fails
+  kRecomputedIcrc,  // changed by a faulty switch that then computed a fresh ICRC:
+                    // only an end-to-end check of the bytes finds it
+};
+
 // What a queue needs to know about a packet, and what it did to it.
 struct PacketMeta {
   uint32_t bytes = 0;         // frame length now
@@ -92,6 +100,9 @@ struct PacketMeta {
   bool ecn_capable = false;   // ECT: may be CE-marked instead of being dropped early
   bool ce = false;            // set by a queue
   bool trimmed = false;       // set by a queue: payload cut, rides the priority class from here
+  // Set by a corrupting link: the owner of the frame rewrites one of its
+  // payload bytes (a later corruption overrides what an earlier one left).
+  Corruption corrupted = Corruption::kNone;
 };
 
 struct Verdict {
@@ -105,6 +116,7 @@ struct LinkCounters {
   uint64_t bytes = 0;
   uint64_t trims = 0;
   uint64_t ce_marks = 0;
+  uint64_t corruptions = 0;  // data packets whose payload it rewrote
   std::array<uint64_t, static_cast<size_t>(DropReason::kCount)> drops{};
   uint64_t busy_ps = 0;            // time spent serialising, for utilisation
   uint64_t max_backlog_bytes = 0;  // deepest data queue seen by an arriving packet
@@ -146,6 +158,14 @@ class Link {
   // Serialise at `factor` times the configured rate, (0, 1], from `now`
   // on: what is queued then drains at the new rate too.
   void set_rate_factor(double factor, TimeNs now);
+  // Corrupt a payload byte of each data packet it delivers with
+  // probability `p` ([0, 1]; 0 stops), leaving the ICRC as `how` says.
+  void set_corruption(double p, Corruption how) {
+    corrupt_rate_ = p;
+    corruption_ = how;
+  }
+  double corrupt_rate() const { return corrupt_rate_; }
+  Corruption corruption() const { return corruption_; }
 
   // Called by the owner for a packet lost after enqueue() accepted it (the
   // link went down while it was queued): keeps the drop counters whole.
@@ -182,7 +202,9 @@ class Link {
   Ps last_now_ps_ = 0;
   bool up_ = true;
   bool blackhole_ = false;
+  Corruption corruption_ = Corruption::kBadIcrc;
   double loss_rate_ = 0;
+  double corrupt_rate_ = 0;
   uint32_t down_count_ = 0;
   std::vector<uint32_t> blackholed_evs_;
   LinkCounters counters_{};

@@ -67,6 +67,8 @@ const char* fault_kind_name(FaultKind k) {
       return "flap";
     case FaultKind::kDegrade:
       return "degrade";
+    case FaultKind::kCorrupt:
+      return "corrupt";
   }
   return "?";
 }

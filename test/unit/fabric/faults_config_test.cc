@@ -108,6 +108,32 @@ TEST_F(ScheduleOnFabric, SwitchRebootTakesEveryLinkOfTheSwitch) {
   EXPECT_TRUE(f.link(f.topology().leaf_up(0, 0, 1)).up());
 }
 
+TEST_F(ScheduleOnFabric, CorruptionIsSetOnItsLinksAndUndoneWhenItEnds) {
+  FaultSpec spec = link_fault(FaultKind::kCorrupt, 100);
+  spec.target.direction = Direction::kUp;
+  spec.probability = 0.25;
+  spec.corruption = Corruption::kRecomputedIcrc;
+  spec.for_ns = 100;
+  ASSERT_EQ(s.add(spec, f.topology()), "");
+  const Link& up = f.link(f.topology().leaf_up(1, 2, 3));
+  s.apply_due(100, f);
+  EXPECT_DOUBLE_EQ(up.corrupt_rate(), 0.25);
+  EXPECT_EQ(up.corruption(), Corruption::kRecomputedIcrc);
+  EXPECT_DOUBLE_EQ(f.link(f.topology().spine_down(1, 3, 2)).corrupt_rate(), 0);
+  const auto end = s.apply_due(200, f);
+  ASSERT_EQ(end.size(), 1u);
+  EXPECT_EQ(end[0].what, "corrupt p1 leaf2<->spine3 (up), ICRC recomputed: over");
+  EXPECT_DOUBLE_EQ(up.corrupt_rate(), 0);
+  // One corruption per link at a time; a probability it can use.
+  FaultSpec again = spec;
+  again.at_ns = 150;
+  EXPECT_EQ(s.add(again, f.topology()),
+            "faults[0]: overlaps faults[0] on a link: one corrupt fault per link at a time");
+  again.at_ns = 200;
+  again.probability = 0;
+  EXPECT_EQ(s.add(again, f.topology()), "faults[0]: probability: must be in (0, 1]");
+}
+
 TEST_F(ScheduleOnFabric, DegradeAndBlackholeAreUndoneWhenTheyEnd) {
   FaultSpec slow = link_fault(FaultKind::kDegrade, 0);
   slow.rate_factor = 0.5;
@@ -180,7 +206,7 @@ TEST(FaultSchedule, RefusesWhatItCannotDoAsWritten) {
   up.for_ns = 100;
   EXPECT_EQ(s.add(up, t),
             "faults[0]: for_us: a link_up fault is not undone (only link_down, switch_down, "
-            "blackhole, gray and degrade are)");
+            "blackhole, gray, degrade and corrupt are)");
   FaultSpec flap = link_fault(FaultKind::kFlap, 0);
   flap.period_ns = 100;
   flap.down_ns = 10;
@@ -322,7 +348,7 @@ TEST(Config, EveryErrorNamesItsKey) {
             "oversubscription)");
   EXPECT_EQ(error_of("faults: [{type: melt, at_us: 1, plane: 0, spine: 1}]"),
             "faults[0].type: must be one of link_down, link_up, switch_down, switch_up, "
-            "blackhole, gray, flap, degrade, got 'melt'");
+            "blackhole, gray, flap, degrade, corrupt, got 'melt'");
   EXPECT_EQ(error_of("faults: [{type: gray, plane: 0, spine: 1, loss: 0.1}]"),
             "faults[0].at_us: missing (a number in [0, 1e+09] is required)");
   EXPECT_EQ(error_of("faults: [{type: gray, at_us: 1, plane: 0, host: 1, spine: 1, loss: 0.1}]"),
@@ -330,6 +356,13 @@ TEST(Config, EveryErrorNamesItsKey) {
             "spine, or all_fabric_links: true");
   EXPECT_EQ(error_of("faults: [{type: link_down, at_us: 1, plane: 0, host: 1, loss: 0.1}]"),
             "faults[0].loss: does not apply to a link_down fault");
+  EXPECT_EQ(error_of("faults: [{type: gray, at_us: 1, plane: 0, host: 1, loss: 0.1, icrc: keep}]"),
+            "faults[0].icrc: does not apply to a gray fault");
+  EXPECT_EQ(error_of("faults: [{type: corrupt, at_us: 1, plane: 0, host: 1, probability: 0.1, "
+                     "icrc: fix}]"),
+            "faults[0].icrc: must be one of keep, recompute, got 'fix'");
+  EXPECT_EQ(error_of("faults: [{type: corrupt, at_us: 1, plane: 0, host: 1, loss: 0.1}]"),
+            "faults[0].probability: missing (a number in [0, 1] is required)");
   EXPECT_EQ(error_of("faults: {type: link_down}"), "faults: must be a list");
   EXPECT_NE(error_of("topology: [1, 2").find("line 1"), std::string::npos);
 }
@@ -376,9 +409,11 @@ faults:
   - {type: flap, at_us: 1, plane: 0, host: 3, period_us: 10, down_us: 2, count: 4}
   - {type: degrade, at_us: 1, plane: 0, leaf: 0, spine: 0, rate: 0.25, direction: up}
   - {type: blackhole, at_us: 1, plane: 0, leaf: 2}
+  - {type: corrupt, at_us: 2, plane: 1, host: 0, probability: 0.5}
+  - {type: corrupt, at_us: 2, plane: 0, host: 0, probability: 1, icrc: recompute}
 )");
   const std::vector<FaultSpec> specs = read_faults(root, "faults");
-  ASSERT_EQ(specs.size(), 6u);
+  ASSERT_EQ(specs.size(), 8u);
   EXPECT_EQ(specs[0].kind, FaultKind::kLinkDown);
   EXPECT_EQ(specs[0].at_ns, 10'000u);
   EXPECT_EQ(specs[0].for_ns, 5'000u);
@@ -389,11 +424,15 @@ faults:
   EXPECT_EQ(specs[3].count, 4u);
   EXPECT_EQ(specs[4].target.direction, Direction::kUp);
   EXPECT_EQ(specs[5].target.form, FaultTarget::Form::kLeaf);
+  EXPECT_EQ(specs[6].kind, FaultKind::kCorrupt);
+  EXPECT_DOUBLE_EQ(specs[6].probability, 0.5);
+  EXPECT_EQ(specs[6].corruption, Corruption::kBadIcrc);  // icrc: keep, the default
+  EXPECT_EQ(specs[7].corruption, Corruption::kRecomputedIcrc);
   Topology t;
   ASSERT_EQ(t.init(small()), nullptr);
   FaultSchedule s;
   for (const FaultSpec& spec : specs) EXPECT_EQ(s.add(spec, t), "");
-  EXPECT_EQ(s.events().size(), 2u + 2 + 1 + 8 + 1 + 1);
+  EXPECT_EQ(s.events().size(), 2u + 2 + 1 + 8 + 1 + 1 + 1 + 1);
 }
 
 }  // namespace
