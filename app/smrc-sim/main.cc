@@ -69,8 +69,11 @@ void usage(std::FILE* out) {
       "  -h, --help        this text\n"
       "  --version         softmrc's release\n\n"
       "Exit status: 0 when every run was simulated (a transfer that fails is a result),\n"
-      "1 if a run could not be set up, MRC delivered wrong or unparseable data (a bug) or\n"
-      "the results could not be written, 2 for bad arguments or a bad scenario file.\n");
+      "1 if a run could not be set up, MRC delivered wrong bytes (a bug, or a corrupt\n"
+      "fault whose switch recomputed the ICRC) or frames lib/wire refused for anything\n"
+      "but their ICRC, or the results could not be written; 2 for bad arguments or a bad\n"
+      "scenario file, or one with a fault the run cannot model (a corrupt fault needs\n"
+      "framed MRC runs).\n");
 }
 
 bool parse_options(int argc, char** argv, Options* o) {
@@ -265,6 +268,12 @@ int main(int argc, char** argv) {
   }
   if (o.framed) sc.run.framed = true;
   if (!o.transports.empty()) sc.run.transports = o.transports;
+  for (TransportKind t : sc.run.transports) {
+    if (std::string why = sim::unsupported(sc, t); !why.empty()) {
+      std::fprintf(stderr, "smrc-sim: %s: %s\n", o.scenario.c_str(), why.c_str());
+      return 2;
+    }
+  }
   const uint64_t first = o.have_seed ? o.seed : sc.run.seed;
   if (o.seeds - 1 > UINT64_MAX - first) {
     std::fprintf(stderr,

@@ -491,8 +491,10 @@ void MrcStack::deliver(SimPacket& p, TimeNs now) {
   Host& h = hosts_[p.dst];
   wire::PacketView pv;
   if (sc_.run.framed) {
-    if (wire::parse(p.frame, wire::ParseConfig{}, &pv) != wire::ParseStatus::kOk) {
-      ++counters_.parse_errors;
+    // Dropped, as a NIC drops them; the sender resends as for a loss.
+    if (const wire::ParseStatus st = wire::parse(p.frame, wire::ParseConfig{}, &pv);
+        st != wire::ParseStatus::kOk) {
+      ++(st == wire::ParseStatus::kBadIcrc ? counters_.icrc_errors : counters_.parse_errors);
       return;
     }
   } else {

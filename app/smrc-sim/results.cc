@@ -110,8 +110,9 @@ void print_summary(std::FILE* out, const RunResult& r) {
                c.data_packets, c.retransmits, c.retx_trim, c.retx_sack, c.retx_timeout, c.retx_oow,
                c.retx_plane, c.retx_tail_probe, c.needless, c.go_back_n, c.out_of_order_rx,
                c.timeouts);
-  std::fprintf(out, "  fabric: trims %" PRIu64 ", CE marks %" PRIu64 ", drops", r.trims,
-               r.ce_marks);
+  std::fprintf(out, "  fabric: trims %" PRIu64 ", CE marks %" PRIu64, r.trims, r.ce_marks);
+  if (r.corruptions) std::fprintf(out, ", corrupted %" PRIu64, r.corruptions);
+  std::fprintf(out, ", drops");
   for (size_t i = 1; i < r.drops.size(); ++i)
     if (r.drops[i])
       std::fprintf(out, " %s %" PRIu64,
@@ -123,9 +124,11 @@ void print_summary(std::FILE* out, const RunResult& r) {
   std::fprintf(
       out, "  connections set up %" PRIu64 ", transfers that waited for a free QP %" PRIu64 "\n",
       c.connections, c.waits);
-  if (c.parse_errors || c.verify_failures)
-    std::fprintf(out, "  parse errors %" PRIu64 ", verification failures %" PRIu64 "\n",
-                 c.parse_errors, c.verify_failures);
+  if (c.icrc_errors || c.parse_errors || c.verify_failures)
+    std::fprintf(out,
+                 "  ICRC errors %" PRIu64 ", parse errors %" PRIu64
+                 ", verification failures %" PRIu64 "\n",
+                 c.icrc_errors, c.parse_errors, c.verify_failures);
   std::fprintf(out, "  cost: %" PRIu64 " events in %.2f s wall (%.2f M events/s)", r.events,
                r.wall_s, r.wall_s > 0 ? static_cast<double>(r.events) / r.wall_s / 1e6 : 0.0);
   if (r.rss_bytes)
@@ -173,17 +176,17 @@ std::string write_results(const std::string& dir, const Scenario& sc,
                  "     \"utilisation\": {\"fabric\": %.4f, \"fabric_max\": %.4f, \"nic_up\": "
                  "%.4f, \"nic_down\": %.4f},\n",
                  r.util_fabric, r.util_fabric_max, r.util_host_up, r.util_host_down);
-    std::fprintf(json.get(),
-                 "     \"packets\": {\"data\": %" PRIu64 ", \"retransmits\": %" PRIu64
-                 ", \"retx_trim\": %" PRIu64 ", \"retx_sack\": %" PRIu64
-                 ", \"retx_timeout\": %" PRIu64 ", \"retx_oow\": %" PRIu64
-                 ", \"retx_plane\": %" PRIu64 ", \"retx_tail_probe\": %" PRIu64
-                 ", \"needless\": %" PRIu64 ", \"go_back_n\": %" PRIu64
-                 ", \"out_of_order\": %" PRIu64 ", \"timeouts\": %" PRIu64 ", \"trims\": %" PRIu64
-                 ", \"ce_marks\": %" PRIu64 ", \"stale\": %" PRIu64 "},\n",
-                 c.data_packets, c.retransmits, c.retx_trim, c.retx_sack, c.retx_timeout,
-                 c.retx_oow, c.retx_plane, c.retx_tail_probe, c.needless, c.go_back_n,
-                 c.out_of_order_rx, c.timeouts, r.trims, r.ce_marks, c.stale_rx);
+    std::fprintf(
+        json.get(),
+        "     \"packets\": {\"data\": %" PRIu64 ", \"retransmits\": %" PRIu64
+        ", \"retx_trim\": %" PRIu64 ", \"retx_sack\": %" PRIu64 ", \"retx_timeout\": %" PRIu64
+        ", \"retx_oow\": %" PRIu64 ", \"retx_plane\": %" PRIu64 ", \"retx_tail_probe\": %" PRIu64
+        ", \"needless\": %" PRIu64 ", \"go_back_n\": %" PRIu64 ", \"out_of_order\": %" PRIu64
+        ", \"timeouts\": %" PRIu64 ", \"trims\": %" PRIu64 ", \"ce_marks\": %" PRIu64
+        ", \"corrupted\": %" PRIu64 ", \"stale\": %" PRIu64 "},\n",
+        c.data_packets, c.retransmits, c.retx_trim, c.retx_sack, c.retx_timeout, c.retx_oow,
+        c.retx_plane, c.retx_tail_probe, c.needless, c.go_back_n, c.out_of_order_rx, c.timeouts,
+        r.trims, r.ce_marks, r.corruptions, c.stale_rx);
     std::fprintf(json.get(), "     \"drops\": {");
     for (size_t d = 1; d < r.drops.size(); ++d)
       std::fprintf(json.get(), "%s\"%s\": %" PRIu64, d > 1 ? ", " : "",
@@ -191,8 +194,9 @@ std::string write_results(const std::string& dir, const Scenario& sc,
     std::fprintf(json.get(),
                  "},\n     \"ev_to_bad\": %" PRIu64 ", \"ev_to_good\": %" PRIu64
                  ", \"qp_errors\": %" PRIu64 ", \"verify_failures\": %" PRIu64
-                 ", \"parse_errors\": %" PRIu64 ",\n",
-                 c.ev_to_bad, c.ev_to_good, c.qp_errors, c.verify_failures, c.parse_errors);
+                 ", \"parse_errors\": %" PRIu64 ", \"icrc_errors\": %" PRIu64 ",\n",
+                 c.ev_to_bad, c.ev_to_good, c.qp_errors, c.verify_failures, c.parse_errors,
+                 c.icrc_errors);
     std::fprintf(json.get(), "     \"faults\": [");
     for (size_t f = 0; f < r.faults.size(); ++f)
       std::fprintf(json.get(), "%s{\"at_us\": %.3f, \"what\": %s}", f ? ", " : "",

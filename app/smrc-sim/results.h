@@ -80,8 +80,9 @@ struct RunResult {
   std::array<uint64_t, static_cast<size_t>(fabric::DropReason::kCount)> drops{};
   uint64_t trims = 0;
   uint64_t ce_marks = 0;
-  double util_host_up = 0;  // mean busy share of NIC-to-leaf links over the run
-  double util_fabric = 0;   // ...of leaf/spine links
+  uint64_t corruptions = 0;  // data packets whose payload a corrupt fault rewrote
+  double util_host_up = 0;   // mean busy share of NIC-to-leaf links over the run
+  double util_fabric = 0;    // ...of leaf/spine links
   double util_fabric_max = 0;
   double util_host_down = 0;
   StackCounters stack;

@@ -172,6 +172,21 @@ Scenario read_scenario(const ConfigNode& root) {
   return s;
 }
 
+std::string unsupported(const Scenario& sc, TransportKind t) {
+  for (const fabric::FaultSpec& f : sc.faults) {
+    if (f.kind != fabric::FaultKind::kCorrupt) continue;
+    if (t == TransportKind::kRoce)
+      return f.where +
+             ": a corrupt fault needs MRC: the baseline carries lengths, not bytes "
+             "(transports: [mrc], or --transport mrc)";
+    if (!sc.run.framed)
+      return f.where +
+             ": a corrupt fault needs framed packets: unframed ones carry no bytes to "
+             "corrupt (run.framed: true, or --framed)";
+  }
+  return {};
+}
+
 Scenario load_scenario(const std::string& file) {
   try {
     return read_scenario(fabric::ConfigNode::load_file(file));

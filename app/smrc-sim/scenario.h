@@ -87,6 +87,10 @@ struct Scenario {
 
 // Throws fabric::ConfigError naming the key and the problem.
 Scenario read_scenario(const fabric::ConfigNode& root);
+// Why a run of `sc` over transport `t` cannot model one of its faults, or
+// an empty string. Checked when the run is set up, once --framed and
+// --transport have had their say.
+std::string unsupported(const Scenario& sc, TransportKind t);
 Scenario load_scenario(const std::string& file);
 
 }  // namespace softmrc::sim

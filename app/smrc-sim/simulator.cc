@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <span>
 #include <stdexcept>
 
 #include "mrc_stack.h"
@@ -23,6 +24,7 @@ Simulator::Simulator(const Scenario& sc, const SimOptions& opt)
       opt_(opt),
       rng_(fabric::mix64(opt.seed)),
       workload_(sc.workload, sc.topology.hosts, opt.seed) {
+  if (std::string why = unsupported(sc, opt.transport); !why.empty()) throw std::runtime_error(why);
   // The seed varies the ECMP hashing too: which flows collide is part of
   // what a seed decides.
   fabric::TopologyConfig topo = sc.topology;
@@ -326,6 +328,8 @@ void Simulator::enter(uint32_t id) {
   fabric::Link& link = fabric_.link(link_id);
   const bool was_trimmed = p.meta.trimmed;
   const bool was_ce = p.meta.ce;
+  // The frame keeps what earlier links did to it; this says what this one does.
+  p.meta.corrupted = fabric::Corruption::kNone;
   const fabric::Verdict v = link.enqueue(p.meta, now_, rng_);
   if (!v.delivered()) {
     drop(p, link_id, v.drop);
@@ -338,6 +342,7 @@ void Simulator::enter(uint32_t id) {
     if (sc_.run.framed) p.frame.resize(wire::trim(p.frame, wire::DscpConfig{}));
   }
   if (p.meta.ce && !was_ce && sc_.run.framed) wire::mark_ce(p.frame);
+  if (p.meta.corrupted != fabric::Corruption::kNone) corrupt(p, link_id);
   p.down_count = link.down_count();
   queue_.push(v.at_ns, EventType::kHop, id);
 }
@@ -367,6 +372,25 @@ void Simulator::drop(const SimPacket& p, uint32_t link, fabric::DropReason why) 
   if (tracing())
     note(now_, std::string("drop ") + fabric::drop_reason_name(why) + " " +
                    fabric_.topology().link_name(link) + " " + describe(p));
+}
+
+// One payload byte changed (every MRC data packet carries some: a transfer
+// has at least one byte), and a fresh ICRC if the link recomputes it.
+// Only framed MRC runs get here: unsupported() refuses the others.
+void Simulator::corrupt(SimPacket& p, uint32_t link) {
+  const size_t end = p.frame.size() - wire::kIcrcLen;
+  const size_t start = end - p.payload_len;
+  p.frame[start + rng_.below(p.payload_len)] ^= static_cast<uint8_t>(1 + rng_.below(255));
+  const bool recomputed = p.meta.corrupted == fabric::Corruption::kRecomputedIcrc;
+  if (recomputed) {
+    const std::span<const uint8_t> frame(p.frame);
+    wire::store_icrc(wire::packet_icrc(frame.first(start), frame.subspan(start, p.payload_len),
+                                       wire::ParseConfig{}.ev_mode),
+                     p.frame.data() + end);
+  }
+  if (tracing())
+    note(now_, "corrupt " + fabric_.topology().link_name(link) + " " + describe(p) +
+                   (recomputed ? ", ICRC recomputed" : ""));
 }
 
 std::string Simulator::describe(const SimPacket& p) const {
@@ -421,6 +445,7 @@ void Simulator::finish_result() {
     for (size_t d = 0; d < r.drops.size(); ++d) r.drops[d] += c.drops[d];
     r.trims += c.trims;
     r.ce_marks += c.ce_marks;
+    r.corruptions += c.corruptions;
     const double u = static_cast<double>(c.busy_ps) / span_ps;
     switch (fabric_.topology().info(id).kind) {
       case fabric::LinkKind::kHostUp:

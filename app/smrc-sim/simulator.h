@@ -85,6 +85,7 @@ class Simulator final : private StackListener {
   void enter(uint32_t id);
   void hop(uint32_t id);
   void drop(const SimPacket& p, uint32_t link, fabric::DropReason why);
+  void corrupt(SimPacket& p, uint32_t link);
   void apply_faults();
   std::string describe(const SimPacket& p) const;
   void finish_result();

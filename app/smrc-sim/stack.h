@@ -73,7 +73,8 @@ struct StackCounters {
   uint64_t ev_to_bad = 0;
   uint64_t ev_to_good = 0;
   uint64_t stale_rx = 0;      // arrivals for a connection that had finished
-  uint64_t parse_errors = 0;  // framed mode
+  uint64_t parse_errors = 0;  // framed mode: frames lib/wire refused, but for their ICRC
+  uint64_t icrc_errors = 0;   // framed mode: frames dropped for a bad ICRC (a corrupt fault)
   uint64_t verify_failures = 0;
   uint64_t qp_errors = 0;
   uint64_t connections = 0;  // set up over the run

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # smrc-sim's command line: --help names every option, bad arguments and
 # bad scenario files fail with status 2 and a message naming the option or
-# key, and a small run writes results that parse.
+# key, a small run writes results that parse, and a corrupt fault sets the
+# exit status as --help says.
 #   cli_test.sh <smrc-sim binary> <source root>
 set -uo pipefail
 sim=$1
@@ -77,6 +78,30 @@ expect 0 "step time us: no step completed" "$tmp/stuck.yaml" --transport roce
 out=$("$sim" "$tmp/stuck.yaml" --transport roce 2>&1)
 [[ $out != *"step time us: p50"* ]] || fail "a run with no complete step printed step times: $out"
 grep -q "step 1 ends" "$tmp/t.trace" || fail "the trace has no 'step 1 ends' line"
+
+# A switch that corrupts payload and recomputes the ICRC: only the byte
+# check catches it, and a run that delivered wrong bytes exits 1. With the
+# ICRC left stale the receiver drops the frames, MRC resends them, and the
+# run succeeds. Where no bytes travel the fault is refused.
+cat >"$tmp/corrupt.yaml" <<'YAML'
+topology: {hosts: 8, planes: 2, radix: 4}
+faults:
+  - {type: corrupt, at_us: 0, plane: 0, all_fabric_links: true, probability: 0.05, icrc: recompute}
+workload: {pattern: permutation, message_kib: 64, steps: 2}
+transports: [mrc]
+run: {framed: true}
+YAML
+expect 1 "verification failures" "$tmp/corrupt.yaml" --no-progress
+sed 's/icrc: recompute/icrc: keep/' "$tmp/corrupt.yaml" >"$tmp/corrupt-keep.yaml"
+expect 0 "every step completed" "$tmp/corrupt-keep.yaml" --no-progress
+out=$("$sim" "$tmp/corrupt-keep.yaml" --no-progress 2>&1)
+[[ $out =~ "ICRC errors "[1-9][0-9]*", parse errors 0, verification failures 0" ]] ||
+  fail "a stale-ICRC corruption was not dropped by the ICRC check alone: $out"
+sed '/^run:/d' "$tmp/corrupt-keep.yaml" >"$tmp/corrupt-unframed.yaml"
+expect 2 "corrupt-unframed.yaml: faults[0]: a corrupt fault needs framed packets" \
+  "$tmp/corrupt-unframed.yaml"
+expect 0 "every step completed" "$tmp/corrupt-unframed.yaml" --framed --no-progress
+expect 2 "faults[0]: a corrupt fault needs MRC" "$tmp/corrupt-keep.yaml" --transport roce
 
 # The shipped reference scenario replays to its checked-in trace from the CLI too.
 "$sim" "$root/test/sim/reference/reference.yaml" --transport roce --trace "$tmp/r.trace" --quiet ||

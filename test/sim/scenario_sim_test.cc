@@ -368,6 +368,70 @@ TEST(SimScenario, FramedModeCarriesEveryPacketThroughLibWire) {
   EXPECT_EQ(plain.stack.retransmits, r.stack.retransmits);
 }
 
+// A corrupt fault on plane 0's leaf/spine links, in framed MRC runs.
+Scenario corrupting(const std::string& icrc) {
+  return with(
+      "workload: {pattern: permutation, message_kib: 64, steps: 2}\n"
+      "faults:\n  - {type: corrupt, at_us: 0, plane: 0, all_fabric_links: true, probability: "
+      "0.05, icrc: " +
+      icrc +
+      "}\n"
+      "transports: [mrc]\n"
+      "run: {framed: true}\n");
+}
+
+// A switch that rewrites a payload byte and recomputes the ICRC passes
+// every check on the way: only the receiver's comparison of the bytes with
+// what was sent finds it, and fails the transfer.
+TEST(SimScenario, CorruptionUnderARecomputedIcrcIsFoundByTheByteCheckAlone) {
+  const uint64_t seed = seed_or_env(31);
+  SCOPED_TRACE(seed_note(seed));
+  const RunResult r = run(corrupting("recompute"), TransportKind::kMrc, seed).result;
+  EXPECT_GT(r.corruptions, 0u);
+  EXPECT_EQ(r.stack.icrc_errors, 0u);
+  EXPECT_EQ(r.stack.parse_errors, 0u);
+  EXPECT_GT(r.stack.verify_failures, 0u);
+  EXPECT_GT(r.steps_failed(), 0u);
+  EXPECT_FALSE(r.finished);
+}
+
+// The same corruption on the wire, the ICRC left as it was: the receiver
+// drops the frame and MRC resends it as it would a lost one.
+TEST(SimScenario, CorruptionUnderAStaleIcrcIsDroppedAndResent) {
+  const uint64_t seed = seed_or_env(31);
+  SCOPED_TRACE(seed_note(seed));
+  const RunResult r = run(corrupting("keep"), TransportKind::kMrc, seed).result;
+  expect_all_delivered(r);
+  EXPECT_GT(r.stack.icrc_errors, 0u);
+  EXPECT_LE(r.stack.icrc_errors, r.corruptions);
+  EXPECT_GT(r.stack.retransmits, 0u);
+}
+
+// Unframed packets and the baseline's carry no bytes: a corrupt fault
+// there would corrupt nothing, so the run is refused, naming the fault.
+TEST(SimScenario, CorruptionIsRefusedWhereNoBytesTravel) {
+  Scenario sc = corrupting("keep");
+  sc.run.framed = false;
+  const std::string unframed =
+      "faults[0]: a corrupt fault needs framed packets: unframed ones carry no bytes to corrupt "
+      "(run.framed: true, or --framed)";
+  EXPECT_EQ(unsupported(sc, TransportKind::kMrc), unframed);
+  sc.run.framed = true;
+  EXPECT_EQ(unsupported(sc, TransportKind::kMrc), "");
+  const std::string baseline =
+      "faults[0]: a corrupt fault needs MRC: the baseline carries lengths, not bytes "
+      "(transports: [mrc], or --transport mrc)";
+  EXPECT_EQ(unsupported(sc, TransportKind::kRoce), baseline);
+  SimOptions opt;
+  opt.transport = TransportKind::kRoce;
+  try {
+    Simulator refused(sc, opt);
+    ADD_FAILURE() << "a baseline run with a corrupt fault was set up";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(e.what(), baseline);
+  }
+}
+
 TEST(SimScenario, SameSeedReplaysExactlyAndAnotherSeedDiffers) {
   const Scenario sc = with(
       "workload: {pattern: permutation, message_kib: 64, steps: 2}\n"
