@@ -23,6 +23,8 @@ OneQp::OneQp(const OneQpConfig& cfg) : cfg_(cfg) {
   ec.qp.max_send_wr = 64;
   ec.qp.max_recv_wr = 64;
   ec.tuning = cfg.tuning;
+  ec.event_queue = cfg.event_queue;
+  ec.completion_queue = cfg.completion_queue;
   check(ep.init(ec));
   mem.assign(cfg.mem_bytes, 0);
   for (size_t i = 0; i < mem.size(); ++i) mem[i] = static_cast<uint8_t>(i * 7 + 1);

@@ -29,7 +29,9 @@ struct OneQpConfig {
   TimeNs probe_initial_ns = 10'000;
   TimeNs probe_max_ns = 80'000;
   size_t mem_bytes = 64 * 1024;
-  QpState last = QpState::kRts;  // kRtr: a QP that only receives
+  uint32_t event_queue = 4096;    // the endpoint's event queue
+  uint32_t completion_queue = 0;  // the endpoint's completion queue (0: the engine's default)
+  QpState last = QpState::kRts;   // kRtr: a QP that only receives
 };
 
 class OneQp {
