@@ -44,6 +44,7 @@ Status Endpoint::init(const EndpointConfig& cfg) {
                           ? cfg.completion_queue
                           : uint64_t{cfg.max_qps} * (cfg.qp.max_send_wr + cfg.qp.max_recv_wr);
   cq_.init(static_cast<uint32_t>(std::min<uint64_t>(cq, uint64_t{1} << 30)));
+  cq_overflowing_ = false;
   local_planes_ = cfg.num_planes == 32 ? UINT32_MAX : (1u << cfg.num_planes) - 1;
   port_status_seq_ = 0;
   counters_ = EndpointCounters{};

@@ -114,7 +114,14 @@ class Endpoint {
  private:
   Qp* find(uint32_t qpn);
   Sinks sinks() {
-    return Sinks{ctrl_, cq_, events_, counters_, mem_, local_planes_, port_status_seq_};
+    return Sinks{.ctrl = ctrl_,
+                 .cq = cq_,
+                 .events = events_,
+                 .cq_overflowing = cq_overflowing_,
+                 .ep = counters_,
+                 .mem = mem_,
+                 .local_planes = local_planes_,
+                 .port_status_seq = port_status_seq_};
   }
   void purge_ctrl(uint32_t qpn);
   void make_ready(uint32_t qpn);  // joins the ready list unless already on it
@@ -158,6 +165,7 @@ class Endpoint {
   Ring<TxPacket> ctrl_;
   Ring<Completion> cq_;
   Ring<Event> events_;
+  bool cq_overflowing_ = false;  // see Sinks
   EndpointCounters counters_{};
   uint32_t local_planes_ = 0;
   uint32_t port_status_seq_ = 0;

@@ -42,6 +42,8 @@ const char* event_type_name(EventType type) {
       return "QP_ERROR";
     case EventType::kProbeReply:
       return "PROBE_REPLY";
+    case EventType::kCqOverflow:
+      return "CQ_OVERFLOW";
   }
   return "?";
 }

@@ -47,6 +47,7 @@ struct Sinks {
   Ring<TxPacket>& ctrl;
   Ring<Completion>& cq;
   Ring<Event>& events;
+  bool& cq_overflowing;  // a completion was lost and none has fit since
   EndpointCounters& ep;
   MemoryTable& mem;
   uint32_t local_planes;     // bit per plane: this endpoint's port is up
@@ -55,8 +56,22 @@ struct Sinks {
   // nullptr: placed at once.
   wire::DeferredCopy* deferred = nullptr;
 
+  // A completion the queue has no room for is lost: the caller hears of it
+  // (as verbs raises IBV_EVENT_CQ_ERR), not only by its absence. Once per
+  // overflow: an event per completion lost to a flush would crowd the QP's
+  // own error event out of the event queue.
   void complete(const Completion& c) {
-    if (!cq.push(c)) ++ep.cq_overflow;
+    if (cq.push(c)) {
+      cq_overflowing = false;
+      return;
+    }
+    ++ep.cq_overflow;
+    if (cq_overflowing) return;
+    cq_overflowing = true;
+    Event e;
+    e.type = EventType::kCqOverflow;
+    e.qpn = c.qpn;
+    event(e);
   }
   void event(const Event& e) {
     if (!events.push(e)) ++ep.events_lost;

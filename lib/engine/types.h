@@ -95,6 +95,7 @@ enum class EventType : uint8_t {
   kEvStateChange,  // `ev` holds the change
   kQpError,        // the QP went to ERROR; `status` and `reason` say why
   kProbeReply,     // a reply to a connectionless probe (QPN 0)
+  kCqOverflow,     // the completion queue was full: a completion of `qpn` was lost
 };
 const char* event_type_name(EventType type);
 

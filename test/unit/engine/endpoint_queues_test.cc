@@ -68,15 +68,32 @@ TEST(EventQueue, AQpsEventBeyondAFullQueueIsCountedAndLaterOnesArrive) {
   EXPECT_EQ(q.ep.counters().events_lost, 1u);
 }
 
+// Posts Writes of 100 bytes with wr_ids [first, first + n) and acknowledges
+// them all.
+void write_and_ack(OneQp& q, uint64_t first, uint32_t n, TimeNs now) {
+  for (uint64_t id = first; id < first + n; ++id) ASSERT_TRUE(q.write(id, 0, 100).ok());
+  const auto tx = q.tx(now);
+  ASSERT_EQ(tx.size(), n);
+  q.ep.on_packet(q.ack(q.qp().snd_nxt(), tx.back().t.psn, tx.back().ev), 0, now + 1'000);
+}
+
+// The kCqOverflow events among `events`, each checked to name `qpn`.
+size_t overflow_events(const std::vector<Event>& events, uint32_t qpn) {
+  size_t n = 0;
+  for (const Event& e : events) {
+    if (e.type != EventType::kCqOverflow) continue;
+    EXPECT_EQ(e.qpn, qpn);
+    ++n;
+  }
+  return n;
+}
+
 TEST(CompletionQueue, SendCompletionsBeyondAFullQueueAreCountedAndTheKeptOnesComeFirstInOrder) {
   OneQp q(small_queues());
-  for (uint64_t id = 1; id <= kQueue + 2; ++id) ASSERT_TRUE(q.write(id, 0, 100).ok());
-  const auto tx = q.tx(0);
-  ASSERT_EQ(tx.size(), kQueue + 2);
-  const uint32_t sq_psn = q.config().sq_psn;
-  q.ep.on_packet(q.ack(sq_psn + kQueue + 2, sq_psn + kQueue + 1, tx.back().ev), 0, 1'000);
+  write_and_ack(q, 1, kQueue + 2, 0);
   EXPECT_EQ(q.qp().counters().send_completions, kQueue + 2);
   EXPECT_EQ(q.ep.counters().cq_overflow, 2u);
+  EXPECT_EQ(overflow_events(q.events(), q.qpn), 1u) << "once per overflow";
   const auto c = q.completions();
   ASSERT_EQ(c.size(), kQueue);
   for (uint64_t i = 0; i < kQueue; ++i) {
@@ -86,17 +103,18 @@ TEST(CompletionQueue, SendCompletionsBeyondAFullQueueAreCountedAndTheKeptOnesCom
     EXPECT_EQ(c[i].opcode, WcOpcode::kWrite);
     EXPECT_EQ(c[i].byte_len, 100u);
   }
+  EXPECT_EQ(q.qp().state(), QpState::kRts);
 
-  ASSERT_TRUE(q.write(9, 0, 50).ok());
-  const auto more = q.tx(2'000);
-  ASSERT_EQ(more.size(), 1u);
-  q.ep.on_packet(q.ack(sq_psn + kQueue + 3, sq_psn + kQueue + 2, more[0].ev), 0, 3'000);
+  write_and_ack(q, 9, 1, 10'000);
   const auto after = q.completions();
   ASSERT_EQ(after.size(), 1u) << "polling made room";
   EXPECT_EQ(after[0].wr_id, 9u);
-  EXPECT_EQ(after[0].byte_len, 50u);
   EXPECT_EQ(q.ep.counters().cq_overflow, 2u);
-  EXPECT_EQ(q.qp().state(), QpState::kRts);
+  EXPECT_TRUE(q.events().empty());
+
+  write_and_ack(q, 10, kQueue + 1, 20'000);
+  EXPECT_EQ(q.ep.counters().cq_overflow, 3u);
+  EXPECT_EQ(overflow_events(q.events(), q.qpn), 1u) << "a completion fitted in between";
 }
 
 TEST(CompletionQueue, ReceiveCompletionsBeyondAFullQueueAreCountedAndTheKeptOnesComeFirstInOrder) {
@@ -109,6 +127,7 @@ TEST(CompletionQueue, ReceiveCompletionsBeyondAFullQueueAreCountedAndTheKeptOnes
   }
   EXPECT_EQ(q.qp().counters().recv_completions, kQueue + 2);
   EXPECT_EQ(q.ep.counters().cq_overflow, 2u);
+  EXPECT_EQ(overflow_events(q.events(), q.qpn), 1u);
   const auto c = q.completions();
   ASSERT_EQ(c.size(), kQueue);
   for (uint32_t i = 0; i < kQueue; ++i) {
@@ -126,6 +145,28 @@ TEST(CompletionQueue, ReceiveCompletionsBeyondAFullQueueAreCountedAndTheKeptOnes
   EXPECT_EQ(after[0].wr_id, 200u);
   EXPECT_EQ(after[0].imm, 2000u);
   EXPECT_EQ(q.ep.counters().cq_overflow, 2u);
+}
+
+TEST(CompletionQueue, AFlushIntoAFullQueueIsReportedOnceAheadOfTheQpError) {
+  OneQp q(small_queues());
+  write_and_ack(q, 1, kQueue, 0);
+  EXPECT_EQ(q.ep.counters().cq_overflow, 0u);
+  for (uint64_t id = 100; id < 100 + 2 * kQueue; ++id)
+    ASSERT_TRUE(q.ep.post_recv(q.qpn, RecvRequest{id}).ok());
+  QpAttr error;
+  error.state = QpState::kError;
+  ASSERT_TRUE(q.ep.modify_qp(q.qpn, error, kAttrState, 10'000).ok());
+  EXPECT_EQ(q.ep.counters().cq_overflow, 2 * kQueue) << "every flushed receive";
+  const auto e = q.events();
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].type, EventType::kCqOverflow);
+  EXPECT_EQ(e[0].qpn, q.qpn);
+  EXPECT_EQ(e[1].type, EventType::kQpError) << "not crowded out by the lost completions";
+  EXPECT_EQ(e[1].qpn, q.qpn);
+  EXPECT_EQ(q.ep.counters().events_lost, 0u);
+  const auto c = q.completions();
+  ASSERT_EQ(c.size(), kQueue);
+  for (uint64_t i = 0; i < kQueue; ++i) EXPECT_EQ(c[i].wr_id, i + 1);
 }
 
 }  // namespace
