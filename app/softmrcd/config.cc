@@ -267,12 +267,15 @@ void read_flow(const YAML::Node& node, const std::string& key, Config* c) {
   m.choice("op", {{"write", TrafficOp::kWrite}, {"wimm", TrafficOp::kWimm}}, &f.op);
   m.uint("size", 1, engine::kMaxMessageBytes, &f.size_bytes);
   m.uint("window", 1, 1u << 20, &f.window);
-  // Write mode sends a batch marker (a 0-byte WIMM) per window of Writes.
-  // The tightest bound is the one to name.
+  // Write mode sends a batch marker (a 0-byte WIMM) per window of Writes,
+  // and its send queue holds up to two besides the window. The tightest
+  // bound is the one to name.
   const std::pair<std::string, uint64_t> bounds[] = {
       {"qp.max_wimm", c->qp.max_wimm},
       {"limits.max_recv_wr", c->limits.max_recv_wr},
       {"limits.max_send_wr / 2", c->limits.max_send_wr / 2},
+      {"limits.max_send_wr - 2, the batch markers' room",
+       f.op == TrafficOp::kWrite ? c->limits.max_send_wr - kWriteMarkersInFlight : UINT64_MAX},
   };
   const auto& tightest =
       *std::min_element(std::begin(bounds), std::end(bounds),

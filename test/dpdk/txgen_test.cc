@@ -35,12 +35,13 @@ struct Flow {
   bool remote = false;
   engine::TimeNs requester_timeout_ns = 0;
   double loss_a_to_b_plane1 = 0;  // of every packet a sends on plane 1
+  uint32_t max_send_wr = 256;     // each side's send queue
 };
 
 // A flow from a to b over the harness, softmrcd's lcore order in each pass.
 class Pair {
  public:
-  explicit Pair(const Flow& flow) : flow_(flow), h_(harness_config(spec(flow)), 1) {
+  explicit Pair(const Flow& flow) : flow_(flow), h_(harness_config(flow), 1) {
     const FlowSpec f = spec(flow);
     for (Txgen& g : gen_) g.init(4);
     Txgen::SenderSetup s{h_.a().qpn, f, 7, h_.a().mem.data(), h_.a().key, kRegionVa[1], h_.b().key};
@@ -93,11 +94,13 @@ class Pair {
     f.requester_timeout_ns = flow.requester_timeout_ns;
     return f;
   }
-  static HarnessConfig harness_config(const FlowSpec& f) {
+  static HarnessConfig harness_config(const Flow& flow) {
+    const FlowSpec f = spec(flow);
     HarnessConfig hc;
     hc.mtu = 4096;
     hc.mem_bytes = uint64_t{Txgen::slots(f)} * f.size_bytes;
     hc.max_wimm = 64;
+    hc.max_send_wr = flow.max_send_wr;
     hc.timeout = 10;  // 1 ms: nothing here is lost
     return hc;
   }
@@ -181,10 +184,12 @@ TEST_P(TxgenOp, LaggingResponderChecksBeforeSlotsAreReused) {
 // A window of one message, with packets lost on one plane: resent markers
 // arrive out of order (write mode keeps two in flight, the last batch's,
 // whose ACK may still be on its way, and the next), and the responder has
-// a receive for each.
+// a receive for each. The send queue is the least the configuration
+// accepts: with two, a write flow's Write and both markers did not fit.
 TEST_P(TxgenOp, WindowOfOneSurvivesLossThatReordersMarkers) {
   Flow r = flow();
   r.window = 1;
+  r.max_send_wr = r.op == TrafficOp::kWrite ? 1 + kWriteMarkersInFlight : 2;
   r.size = 4096;
   r.messages = 400;
   r.loss_a_to_b_plane1 = 0.25;

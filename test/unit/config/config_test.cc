@@ -243,6 +243,16 @@ TEST(Limits, DefaultsIncluded) {
   EXPECT_EQ(softmrcd_error(with_peer("limits: {max_send_wr: 10, max_recv_wr: 3}\n"
                                      "traffic: [{from: a, to: b, window: 3}]\n")),
             "accepted");
+  // A write flow's send queue holds its window and two batch markers.
+  EXPECT_EQ(softmrcd_error(with_peer("limits: {max_send_wr: 2}\n"
+                                     "traffic: [{from: a, to: b, op: write, window: 1}]\n")),
+            "traffic[0].window: 1 is above limits.max_send_wr - 2, the batch markers' room (0)");
+  EXPECT_EQ(softmrcd_error(with_peer("limits: {max_send_wr: 2}\n"
+                                     "traffic: [{from: a, to: b, op: wimm, window: 1}]\n")),
+            "accepted");
+  EXPECT_EQ(softmrcd_error(with_peer("limits: {max_send_wr: 3}\n"
+                                     "traffic: [{from: a, to: b, op: write, window: 1}]\n")),
+            "accepted");
 }
 
 const std::filesystem::path kConfigDir = std::filesystem::path(SOFTMRC_SOURCE_ROOT) / "config";

@@ -71,7 +71,7 @@ void Harness::setup_side(int i, const HarnessConfig& cfg) {
   ec.num_planes = cfg.num_planes;
   ec.max_qps = cfg.qps;
   ec.qp.max_mpr = 8;
-  ec.qp.max_send_wr = 256;
+  ec.qp.max_send_wr = cfg.max_send_wr;
   ec.qp.max_recv_wr = 256;
   ec.tuning = cfg.tuning;
   ec.ctrl_queue_packets = cfg.ctrl_queue_packets;

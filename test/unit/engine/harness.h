@@ -52,7 +52,8 @@ struct HarnessConfig {
   uint8_t mpr_dest_b = 0;  // B's responder window for A's packets (0: mpr)
   uint32_t caps = 0;       // both sides' capability flags (kCap...)
   uint16_t max_wimm = 16;
-  uint8_t timeout = 6;  // 65.5 us
+  uint32_t max_send_wr = 256;  // each side's limit
+  uint8_t timeout = 6;         // 65.5 us
   uint8_t retry_linear = 7;
   uint8_t retry_exp = 7;
   uint32_t min_active = 1;
