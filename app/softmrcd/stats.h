@@ -78,7 +78,7 @@ struct TxgenCounters {
   uint64_t mismatches = 0;  // messages with a wrong byte, length or immediate
   // Both.
   uint64_t errors = 0;             // completions with an error status, refused posts
-  uint64_t flushed = 0;            // requests that ended with the QP at shutdown
+  uint64_t flushed = 0;            // messages that ended with status FLUSHED (QP moved to ERROR)
   uint64_t in_flight_at_stop = 0;  // messages outstanding when shutdown began
 };
 

@@ -274,24 +274,27 @@ void Txgen::on_send_completion(Sender& s, const engine::Completion& c) {
     }
     return;
   }
-  if (c.wr_id & kMarker) {
+  // Messages are counted, batch markers are not: posted messages are the
+  // completed, flushed and failed ones.
+  const bool marker = c.wr_id & kMarker;
+  if (marker) {
     --s.markers_out;
   } else {
     --s.outstanding;
     if (c.status == engine::WcStatus::kSuccess) {
       ++counters_.completed;
       counters_.completed_bytes += s.s.flow.size_bytes;
+    } else if (c.status == engine::WcStatus::kFlushed) {
+      ++counters_.flushed;
     }
   }
-  if (c.status == engine::WcStatus::kFlushed) {
-    ++counters_.flushed;
-  } else if (c.status != engine::WcStatus::kSuccess) {
-    ++counters_.errors;
-    s.active = false;
-    s.failed = true;
-    std::fprintf(stderr, "softmrcd: txgen: QP %u: message %" PRIu64 " completed with %s\n", c.qpn,
-                 c.wr_id & ~kMarker, engine::wc_status_name(c.status));
-  }
+  if (c.status == engine::WcStatus::kSuccess || c.status == engine::WcStatus::kFlushed) return;
+  ++counters_.errors;
+  s.active = false;
+  s.failed = true;
+  std::fprintf(stderr, "softmrcd: txgen: QP %u: %s %" PRIu64 " completed with %s\n", c.qpn,
+               marker ? "batch marker" : "message", c.wr_id & ~kMarker,
+               engine::wc_status_name(c.status));
 }
 
 void Txgen::check(Receiver& r, uint64_t until, uint64_t budget) {

@@ -222,6 +222,33 @@ TEST_P(TxgenOp, FinishChecksWhatIsLeft) {
   EXPECT_EQ(p.b().counters().mismatches, 0u);
 }
 
+// The daemon's flush: what a flow had in flight when it stopped ends with
+// status FLUSHED and is counted as flushed, one per message (a write
+// flow's batch markers are no messages), so that posted messages are the
+// completed and the flushed ones.
+TEST_P(TxgenOp, FlushCountsEachMessageOnce) {
+  Flow r = flow();
+  r.messages = 0;
+  Pair p(r);
+  ASSERT_TRUE(p.run([&] { return p.a().counters().completed >= 20; }));
+  // Nothing gets through any more: a window stays in flight.
+  p.harness().set_filter([](int, const engine::TxPacket&) { return engine::test::Verdict::kDrop; });
+  ASSERT_TRUE(p.run([&] { return p.a().in_flight() == r.window; }));
+  p.a().end_flows();
+  engine::QpAttr error;
+  error.state = engine::QpState::kError;
+  ASSERT_TRUE(p.harness()
+                  .a()
+                  .ep.modify_qp(p.harness().a().qpn, error, engine::kAttrState, p.harness().now())
+                  .ok());
+  p.a().abandon();
+  ASSERT_TRUE(p.run([&] { return p.a().in_flight() == 0; }));
+  const TxgenCounters a = p.a().counters();
+  EXPECT_EQ(a.flushed, r.window);
+  EXPECT_EQ(a.posted, a.completed + a.flushed);
+  EXPECT_EQ(a.errors, 0u);
+}
+
 // The daemon's shutdown on the requester's side: a flow without a limit
 // ends as if it had reached one, so a responder in another process learns
 // how many messages there were, checks them all and is done.
