@@ -1,8 +1,9 @@
 // The traffic generator (app/softmrcd/txgen.h) between two engine endpoints
 // in virtual time (the engine tests' harness): every message is checked,
-// a wrong byte is caught, a responder whose checking lags far behind what
-// arrives still checks every message before its slot is reused, and a flow
-// ended by a stopping daemon tells its responder how many messages it had.
+// a wrong byte and a slot's stale bytes are caught, a responder whose
+// checking lags far behind what arrives still checks every message before
+// its slot is reused, and a flow ended by a stopping daemon tells its
+// responder how many messages it had.
 // Nothing here needs the EAL; the suite is dpdk's because softmrcd's
 // headers are.
 #include "softmrcd/txgen.h"
@@ -12,6 +13,7 @@
 #include <functional>
 
 #include "../unit/engine/harness.h"
+#include "pattern/pattern.h"
 
 namespace softmrc::softmrcd {
 namespace {
@@ -20,6 +22,7 @@ using engine::test::Harness;
 using engine::test::HarnessConfig;
 
 constexpr uint64_t kRegionVa[2] = {0x10000000ull, 0x20000000ull};  // the harness's
+constexpr uint64_t kStream = 7;
 
 struct Flow {
   uint32_t size = 256 * 1024;  // four check slices a message
@@ -29,6 +32,10 @@ struct Flow {
   uint32_t check_every = 1;  // b checks in one pass of this many
   // Flips a byte of a's copy of this message once it is posted.
   uint64_t corrupt = UINT64_MAX;
+  // a's copy of this message (at least a slot cycle in) holds again what
+  // the message before it in its slot held: what b's slot would hold had
+  // its Write not landed.
+  uint64_t stale = UINT64_MAX;
   // b's receiver as for a requester in another process: done only after the
   // end arrived and the QP was quiet for 1 ms, or a was silent for
   // requester_timeout_ns.
@@ -44,10 +51,11 @@ class Pair {
   explicit Pair(const Flow& flow) : flow_(flow), h_(harness_config(flow), 1) {
     const FlowSpec f = spec(flow);
     for (Txgen& g : gen_) g.init(4);
-    Txgen::SenderSetup s{h_.a().qpn, f, 7, h_.a().mem.data(), h_.a().key, kRegionVa[1], h_.b().key};
+    Txgen::SenderSetup s{h_.a().qpn,   f,         kStream, h_.a().mem.data(), h_.a().key,
+                         kRegionVa[1], h_.b().key};
     s.local_va = kRegionVa[0];
     gen_[0].add_sender(s);
-    Txgen::ReceiverSetup r{h_.b().qpn, f, 7, h_.b().mem.data()};
+    Txgen::ReceiverSetup r{h_.b().qpn, f, kStream, h_.b().mem.data()};
     if (flow.remote) {
       r.remote_peer = 0;  // a, in the harness's numbering
       r.remote_name = "a";
@@ -118,12 +126,13 @@ class Pair {
     if (side == 1 && ++b_passes_ % flow_.check_every != 0) return false;
     const uint64_t posted = gen_[side].counters().posted;
     gen_[side].post(ep, h_.now());
-    const uint64_t m = flow_.corrupt;
-    if (posted <= m && m < gen_[side].counters().posted) {
-      const uint64_t slot = m % Txgen::slots(spec(flow_));
-      h_.side(side).mem[(slot + 1) * flow_.size - 5] ^= 1;  // in its last check slice
-    }
-    return gen_[side].counters().posted != posted;
+    const uint64_t now_posted = gen_[side].counters().posted;
+    const uint32_t slots = Txgen::slots(spec(flow_));
+    if (const uint64_t m = flow_.corrupt; posted <= m && m < now_posted)
+      h_.side(side).mem[(m % slots + 1) * flow_.size - 5] ^= 1;  // in its last check slice
+    if (const uint64_t m = flow_.stale; posted <= m && m < now_posted)
+      pattern::fill(&h_.side(side).mem[m % slots * flow_.size], flow_.size, kStream, m - slots);
+    return now_posted != posted;
   }
 
   Flow flow_;
@@ -199,6 +208,19 @@ TEST_P(TxgenOp, WindowOfOneSurvivesLossThatReordersMarkers) {
 TEST_P(TxgenOp, WrongByteIsOneMismatch) {
   Flow r = flow();
   r.corrupt = 13;
+  const Result x = run(r);
+  ASSERT_TRUE(x.finished);
+  EXPECT_EQ(x.b.mismatches, 1u);
+  EXPECT_EQ(x.b.verified, r.messages - 1);
+}
+
+// A slot's bytes name their message, not the slot: a Write that never
+// landed leaves the bytes of the slot's previous message, which are
+// wrong.
+TEST_P(TxgenOp, StaleSlotIsOneMismatch) {
+  Flow r = flow();
+  r.stale = 13;
+  ASSERT_GE(r.stale, Txgen::slots(FlowSpec{.op = r.op, .window = r.window}));
   const Result x = run(r);
   ASSERT_TRUE(x.finished);
   EXPECT_EQ(x.b.mismatches, 1u);
