@@ -580,14 +580,15 @@ int Daemon::summarize(uint64_t now) {
     t.errors += s.txgen.errors;
     t.flushed += s.txgen.flushed;
     t.in_flight_at_stop += s.txgen.in_flight_at_stop;
+    t.drained += s.txgen.drained;
+    t.flushed_at_stop += s.txgen.flushed_at_stop;
   }
   const uint64_t end = stop_at_ns_ != 0 ? stop_at_ns_ : now;
   const uint64_t elapsed = end - started_ns_;
   if (!stop_reason_.empty())
     std::printf("softmrcd: stopped (%s) at t=%.3fs: %" PRIu64 " messages were in flight, %" PRIu64
                 " completed during the drain, %" PRIu64 " flushed (status %s)\n",
-                stop_reason_.c_str(), end / 1e9, t.in_flight_at_stop,
-                t.in_flight_at_stop - std::min(t.in_flight_at_stop, t.flushed), t.flushed,
+                stop_reason_.c_str(), end / 1e9, t.in_flight_at_stop, t.drained, t.flushed_at_stop,
                 engine::wc_status_name(engine::WcStatus::kFlushed));
   for (size_t i = 0; i < snaps.size(); ++i)
     if (snaps[i].app_flushed_qps != 0)

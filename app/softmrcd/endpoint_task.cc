@@ -325,7 +325,6 @@ void EndpointTask::poll_links(uint64_t tsc, uint64_t now) {
 void EndpointTask::on_phase(Phase phase, uint64_t now) {
   if (seen_phase_ == Phase::kRun) {
     txgen_.end_flows();
-    txgen_.counters().in_flight_at_stop = txgen_.in_flight();
   }
   seen_phase_ = phase;
   if (phase == Phase::kFlush) {

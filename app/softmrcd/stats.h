@@ -77,9 +77,13 @@ struct TxgenCounters {
   uint64_t verified_bytes = 0;
   uint64_t mismatches = 0;  // messages with a wrong byte, length or immediate
   // Both.
-  uint64_t errors = 0;             // completions with an error status, refused posts
-  uint64_t flushed = 0;            // messages that ended with status FLUSHED (QP moved to ERROR)
-  uint64_t in_flight_at_stop = 0;  // messages outstanding when shutdown began
+  uint64_t errors = 0;   // completions with an error status, refused posts
+  uint64_t flushed = 0;  // messages that ended with status FLUSHED (QP moved to ERROR)
+  // Shutdown: the messages outstanding when it began, and of those, the
+  // ones that completed during the drain and the ones the flush ended.
+  uint64_t in_flight_at_stop = 0;
+  uint64_t drained = 0;
+  uint64_t flushed_at_stop = 0;
 };
 
 struct QpStats {

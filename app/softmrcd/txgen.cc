@@ -66,6 +66,8 @@ void Txgen::stop() {
 }
 
 void Txgen::end_flows() {
+  shutting_down_ = true;
+  counters_.in_flight_at_stop = in_flight();
   for (Sender& s : senders_) {
     s.active = false;
     // A flow still waiting for its peer sent nothing, and owes no end.
@@ -284,8 +286,10 @@ void Txgen::on_send_completion(Sender& s, const engine::Completion& c) {
     if (c.status == engine::WcStatus::kSuccess) {
       ++counters_.completed;
       counters_.completed_bytes += s.s.flow.size_bytes;
+      counters_.drained += shutting_down_;
     } else if (c.status == engine::WcStatus::kFlushed) {
       ++counters_.flushed;
+      counters_.flushed_at_stop += shutting_down_;
     }
   }
   if (c.status == engine::WcStatus::kSuccess || c.status == engine::WcStatus::kFlushed) return;

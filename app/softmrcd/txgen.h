@@ -118,8 +118,10 @@ class Txgen {
   void start(engine::TimeNs now);
   // Stop posting; what is outstanding still completes.
   void stop();
-  // Stop posting for good: every flow ends as if it had reached its limit,
-  // with its end once what is outstanding completed.
+  // Stop posting for good (the daemon is shutting down): every flow ends
+  // as if it had reached its limit, with its end once what is outstanding
+  // completed. What is outstanding now, and how it ends, is counted apart
+  // (TxgenCounters::in_flight_at_stop).
   void end_flows();
   // The QPs were flushed: nothing more can be posted, no batch marker and
   // no end (a flow's end then goes unsent, and is owed no more).
@@ -214,6 +216,7 @@ class Txgen {
   std::vector<Peer> peers_;
   std::vector<int32_t> by_qpn_;  // >= 0: sender index; < 0: ~receiver index
   TxgenCounters counters_;
+  bool shutting_down_ = false;  // end_flows() was called
 };
 
 }  // namespace softmrc::softmrcd

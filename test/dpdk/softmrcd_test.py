@@ -952,9 +952,9 @@ def case_telemetry_pages(args):
         d.kill()
 
 
-def case_sigterm(args, drain_ms=2000, sig=signal.SIGTERM, name=None, snapshot_ms=None):
+def case_sigterm(args, drain_ms=2000, sig=signal.SIGTERM, name=None, snapshot_ms=None, op='wimm'):
     cfg = two_endpoints(shutdown={'drain_ms': drain_ms})
-    cfg['traffic'][0]['duration_ms'] = 0
+    cfg['traffic'][0].update(duration_ms=0, op=op)
     name = name or {signal.SIGINT: 'sigint'}.get(sig, 'sigterm' if drain_ms else 'sigterm_flush')
     if snapshot_ms is None:
         d = Daemon(args, name, cfg).start()
@@ -991,7 +991,8 @@ def case_sigterm(args, drain_ms=2000, sig=signal.SIGTERM, name=None, snapshot_ms
 
 
 def case_sigterm_flush(args):
-    case_sigterm(args, drain_ms=0)
+    # Write: batch markers are flushed too, and are no messages.
+    case_sigterm(args, drain_ms=0, op='write')
 
 
 def case_sigterm_stale_snapshot(args):

@@ -89,7 +89,18 @@ class Pair {
   // what a sends or is sent, a's answers to probes included.
   void kill_a() {
     a_dead_ = true;
+    cut();
+  }
+  // The fabric loses everything from here on.
+  void cut() {
     h_.set_filter([](int, const engine::TxPacket&) { return engine::test::Verdict::kDrop; });
+  }
+  // a's QP goes to ERROR (a failure, or the daemon's flush): what it has
+  // in flight completes with status FLUSHED.
+  void fail_a_qp() {
+    engine::QpAttr error;
+    error.state = engine::QpState::kError;
+    EXPECT_TRUE(h_.a().ep.modify_qp(h_.a().qpn, error, engine::kAttrState, h_.now()).ok());
   }
 
  private:
@@ -253,22 +264,38 @@ TEST_P(TxgenOp, FlushCountsEachMessageOnce) {
   r.messages = 0;
   Pair p(r);
   ASSERT_TRUE(p.run([&] { return p.a().counters().completed >= 20; }));
-  // Nothing gets through any more: a window stays in flight.
-  p.harness().set_filter([](int, const engine::TxPacket&) { return engine::test::Verdict::kDrop; });
+  p.cut();  // a window stays in flight
   ASSERT_TRUE(p.run([&] { return p.a().in_flight() == r.window; }));
   p.a().end_flows();
-  engine::QpAttr error;
-  error.state = engine::QpState::kError;
-  ASSERT_TRUE(p.harness()
-                  .a()
-                  .ep.modify_qp(p.harness().a().qpn, error, engine::kAttrState, p.harness().now())
-                  .ok());
+  p.fail_a_qp();
   p.a().abandon();
   ASSERT_TRUE(p.run([&] { return p.a().in_flight() == 0; }));
   const TxgenCounters a = p.a().counters();
   EXPECT_EQ(a.flushed, r.window);
   EXPECT_EQ(a.posted, a.completed + a.flushed);
   EXPECT_EQ(a.errors, 0u);
+  EXPECT_EQ(a.in_flight_at_stop, r.window);
+  EXPECT_EQ(a.flushed_at_stop, r.window);
+  EXPECT_EQ(a.drained, 0u);
+}
+
+// A QP that failed mid-run flushed its messages before the shutdown: the
+// shutdown had none of them in flight, and flushed none.
+TEST_P(TxgenOp, ShutdownCountsOnlyWhatItEnded) {
+  Flow r = flow();
+  r.messages = 0;
+  Pair p(r);
+  ASSERT_TRUE(p.run([&] { return p.a().counters().completed >= 20; }));
+  p.cut();
+  ASSERT_TRUE(p.run([&] { return p.a().in_flight() == r.window; }));
+  p.fail_a_qp();
+  ASSERT_TRUE(p.run([&] { return p.a().in_flight() == 0; }));
+  p.a().end_flows();
+  p.a().abandon();
+  const TxgenCounters a = p.a().counters();
+  EXPECT_EQ(a.flushed, r.window);
+  EXPECT_EQ(a.in_flight_at_stop, 0u);
+  EXPECT_EQ(a.flushed_at_stop, 0u);
 }
 
 // The daemon's shutdown on the requester's side: a flow without a limit
@@ -285,6 +312,9 @@ TEST_P(TxgenOp, EndedFlowTellsTheResponderItsCount) {
   EXPECT_EQ(p.a().ends_owed(), 1u);
   ASSERT_TRUE(p.run([&] { return p.a().finished(); }));
   EXPECT_EQ(p.a().ends_owed(), 0u);
+  // What was in flight at the stop completed during the drain.
+  EXPECT_GT(p.a().counters().in_flight_at_stop, 0u);
+  EXPECT_EQ(p.a().counters().drained, p.a().counters().in_flight_at_stop);
   p.idle_for(2'000'000);
   ASSERT_TRUE(p.run([&] { return p.b().finished(); }));
   const TxgenCounters a = p.a().counters(), b = p.b().counters();
