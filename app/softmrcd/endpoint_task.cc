@@ -185,7 +185,7 @@ bool EndpointTask::alloc_region(size_t bytes, uint64_t va, uint8_t** buf, uint32
 
 bool EndpointTask::add_receiver(const Txgen::ReceiverSetup& r, std::string* err) {
   if (engine::Status st = txgen_.add_receiver(r, ep_); !st.ok()) {
-    *err = "endpoint '" + name_ + "': post_recv: " + st.reason() + " (raise limits.max_recv_wr)";
+    *err = "endpoint '" + name_ + "': " + st.reason() + " (raise limits.max_recv_wr)";
     return false;
   }
   return true;

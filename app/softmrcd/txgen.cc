@@ -152,7 +152,8 @@ void Txgen::post(engine::Endpoint& ep, engine::TimeNs now) {
       wr.with_imm = f.op == TrafficOp::kWimm;
       wr.imm = static_cast<uint32_t>(m);
       if (engine::Status st = ep.post_write(s.s.qpn, wr); !st.ok()) {
-        std::fprintf(stderr, "softmrcd: txgen: QP %u: post_write: %s\n", s.s.qpn, st.reason());
+        std::fprintf(stderr, "softmrcd: txgen: QP %u: message %" PRIu64 ": %s\n", s.s.qpn, m,
+                     st.reason());
         ++counters_.errors;
         s.active = false;
         s.failed = true;
@@ -380,7 +381,7 @@ void Txgen::on_recv_completion(Receiver& r, const engine::Completion& c, engine:
   }
   if (engine::Status st = ep.post_recv(c.qpn, engine::RecvRequest{}); !st.ok()) {
     ++counters_.errors;
-    std::fprintf(stderr, "softmrcd: txgen: QP %u: post_recv: %s\n", c.qpn, st.reason());
+    std::fprintf(stderr, "softmrcd: txgen: QP %u: %s\n", c.qpn, st.reason());
   }
 }
 

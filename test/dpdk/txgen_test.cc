@@ -289,6 +289,7 @@ TEST_P(TxgenOp, ShutdownCountsOnlyWhatItEnded) {
   p.cut();
   ASSERT_TRUE(p.run([&] { return p.a().in_flight() == r.window; }));
   p.fail_a_qp();
+  testing::internal::CaptureStderr();
   ASSERT_TRUE(p.run([&] { return p.a().in_flight() == 0; }));
   p.a().end_flows();
   p.a().abandon();
@@ -296,6 +297,11 @@ TEST_P(TxgenOp, ShutdownCountsOnlyWhatItEnded) {
   EXPECT_EQ(a.flushed, r.window);
   EXPECT_EQ(a.in_flight_at_stop, 0u);
   EXPECT_EQ(a.flushed_at_stop, 0u);
+  // The next message finds the QP in ERROR: refused, once, and said once.
+  EXPECT_EQ(a.errors, 1u);
+  const std::string next = std::to_string(a.posted);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "softmrcd: txgen: QP 1: message " + next + ": post_write: QP not in RTS\n");
 }
 
 // The daemon's shutdown on the requester's side: a flow without a limit
