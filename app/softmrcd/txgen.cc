@@ -164,8 +164,10 @@ void Txgen::post(engine::Endpoint& ep, engine::TimeNs now) {
       ++counters_.posted;
       if (f.op == TrafficOp::kWrite && s.next % f.window == 0) post_marker(s, ep);
     }
-    // A flow that stops mid-batch closes the batch so that it is checked.
-    if (f.op == TrafficOp::kWrite && !may_post(s, now) && s.marked < s.next) post_marker(s, ep);
+    // A flow that stops mid-batch closes the batch so that it is checked;
+    // one that failed has a QP that takes nothing more.
+    if (f.op == TrafficOp::kWrite && !s.failed && !may_post(s, now) && s.marked < s.next)
+      post_marker(s, ep);
     // A flow that used up its limit says so once everything completed.
     if (s.exhausted && !s.failed && !s.end_posted && s.outstanding == 0 && s.markers_out == 0 &&
         (f.op == TrafficOp::kWimm || s.marked == s.next))

@@ -304,6 +304,21 @@ TEST_P(TxgenOp, ShutdownCountsOnlyWhatItEnded) {
             "softmrcd: txgen: QP 1: message " + next + ": post_write: QP not in RTS\n");
 }
 
+// A QP that fails mid-batch is one error: the next message it refuses
+// (a write flow posts no batch marker to a failed QP either).
+TEST_P(TxgenOp, FailedQpIsOneError) {
+  Flow r = flow();
+  r.messages = 0;
+  Pair p(r);
+  ASSERT_TRUE(p.run([&] {
+    const TxgenCounters& a = p.a().counters();
+    return a.completed >= 20 && a.posted % r.window != 0;
+  }));
+  p.fail_a_qp();
+  ASSERT_TRUE(p.run([&] { return p.a().in_flight() == 0; }));
+  EXPECT_EQ(p.a().counters().errors, 1u);
+}
+
 // The daemon's shutdown on the requester's side: a flow without a limit
 // ends as if it had reached one, so a responder in another process learns
 // how many messages there were, checks them all and is done.
