@@ -6,9 +6,9 @@
 #include <rte_ethdev.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
-#include <cstdlib>
 
 #include "cli/number.h"
 
@@ -48,10 +48,13 @@ const char* direction_name(LinkDirection d) {
   return "?";
 }
 
+// A decimal number as the configuration spells it (config_reader.h):
+// strtod would also take leading spaces, '+' and hex.
 bool parse_double(const std::string& s, double lo, double hi, double* out) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || !(v >= lo && v <= hi)) return false;
+  double v = 0;
+  const char* end = s.data() + s.size();
+  const auto [at, ec] = std::from_chars(s.data(), end, v, std::chars_format::general);
+  if (s.empty() || ec != std::errc() || at != end || !(v >= lo && v <= hi)) return false;
   *out = v;
   return true;
 }
@@ -393,7 +396,7 @@ std::string describe(const LinkEvent& e) {
 bool parse_link_change(const std::string& what, const std::string& value,
                        const std::string& direction, LinkEvent* out, std::string* err) {
   LinkEvent e;
-  if (direction.empty() || direction == "both") {
+  if (direction == "both") {
     e.direction = LinkDirection::kBoth;
   } else if (direction == "a_to_b") {
     e.direction = LinkDirection::kAToB;
@@ -499,14 +502,17 @@ bool request_link_change(const std::vector<std::unique_ptr<Link>>& links,
     return false;
   }
   LinkEvent e;
-  if (!parse_link_change(args[2], args[3], args.size() == 5 ? args[4] : "", &e, err)) return false;
+  if (!parse_link_change(args[2], args[3], args.size() == 5 ? args[4] : "both", &e, err))
+    return false;
   e.plane = static_cast<uint8_t>(plane);
   if (!l.request(e)) {
     *err = "link " + args[0] + " has too many changes waiting";
     return false;
   }
   out->clear();
-  Row r{"link" + args[0] + "/" + args[1], {}};
+  // Named as /softmrc/links names the plane's row, however the numbers
+  // were spelt ("00").
+  Row r{"link" + std::to_string(link) + "/" + std::to_string(plane), {}};
   r.text("requested", describe(e));
   out->push_back(std::move(r));
   return true;

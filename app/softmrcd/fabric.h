@@ -161,8 +161,8 @@ class Link {
 // show it.
 std::string describe(const LinkEvent& e);
 
-// An operator's change to a plane of a link ("loss", "0.01"); false with
-// *err naming what is wrong.
+// An operator's change to a plane of a link ("loss", "0.01", "both"); false
+// with *err naming what is wrong.
 bool parse_link_change(const std::string& what, const std::string& value,
                        const std::string& direction, LinkEvent* out, std::string* err);
 

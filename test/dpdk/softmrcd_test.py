@@ -634,7 +634,8 @@ def case_fabric_control(args):
         row = grows(0, 'a_to_b_drop_ev_blackhole', 'blackhole_ev 49152')
         check(row['a_to_b_blackholed_evs'] == 1, f'blackhole_ev: {row}')
         t.query('/softmrc/fabric/set,0,0,restore_ev,49152')
-        reply = t.query('/softmrc/fabric/set,0,1,rate_factor,0.5')
+        # The reply names the row as /softmrc/links does, however spelt.
+        reply = t.query('/softmrc/fabric/set,00,01,rate_factor,0.5')
         check(reply == {'link0/1': {'requested': 'rate_factor 0.5'}}, f'rate_factor: {reply}')
         deadline = time.monotonic() + 5
         while plane_row(1)['a_to_b_rate_factor'] != '0.5' and time.monotonic() < deadline:
@@ -653,6 +654,11 @@ def case_fabric_control(args):
             ('0,0,loss,0.1,up', "direction 'up' is not both, a_to_b or b_to_a"),
             ('3,0,loss,0.1', 'no link 3 (there are 1)'),
             ('0,9,loss,0.1', 'no plane 9 (planes are 0..1)'),
+            # Numbers as the configuration spells them, and no empty direction.
+            ('0,0,loss, 0.1', "loss ' 0.1' is not a probability 0..1"),
+            ('0,0,loss,0x1p-3', "loss '0x1p-3' is not a probability 0..1"),
+            ('0,0,rate_factor,+0.5', "rate_factor '+0.5' is not 0.001..1"),
+            ('0,0,loss,0.1,', "direction '' is not both, a_to_b or b_to_a"),
         ]:
             reply = t.query('/softmrc/fabric/set,' + params)
             check(reply == {'error': error}, f'{params}: {reply}, want {error!r}')
