@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -244,6 +245,11 @@ bool read_yaml(const std::string& text, const std::string& name,
 
 bool read_yaml_file(const std::string& path, const std::function<void(const YAML::Node&)>& read,
                     std::string* err) {
+  // A directory opens, and reads as an empty file would.
+  if (std::error_code ec; std::filesystem::is_directory(path, ec)) {
+    *err = path + ": cannot open: " + std::strerror(EISDIR);
+    return false;
+  }
   std::ifstream in(path);
   if (!in) {
     *err = path + ": cannot open: " + std::strerror(errno);

@@ -289,6 +289,19 @@ TEST(ShippedConfigs, Accepted) {
   EXPECT_GE(endpoint_files, 2);
 }
 
+// A directory is no file, not an empty one.
+TEST(Files, DirectoryCannotBeOpened) {
+  const std::string dir = kConfigDir.string();
+  Config cfg;
+  smrc_fabric::FabricConfig fab;
+  std::string err;
+  EXPECT_FALSE(load_config(dir, &cfg, &err));
+  EXPECT_EQ(err, dir + ": cannot open: Is a directory");
+  err.clear();
+  EXPECT_FALSE(smrc_fabric::load_config(dir, &fab, &err));
+  EXPECT_EQ(err, dir + ": cannot open: Is a directory");
+}
+
 // What demo.yaml's comment promises, so that a renamed key cannot drop it.
 TEST(ShippedConfigs, Demo) {
   Config cfg;
