@@ -344,7 +344,19 @@ void Txgen::finish_checks() {
 }
 
 void Txgen::on_recv_completion(Receiver& r, const engine::Completion& c, engine::Endpoint& ep) {
-  if (c.status == engine::WcStatus::kFlushed) return;  // shutdown: posted receives end here
+  if (c.status == engine::WcStatus::kFlushed) {
+    // Posted receives end so at the daemon's flush; before it, the QP
+    // failed and will get nothing more.
+    if (abandoned_ || r.ended) return;
+    ++counters_.errors;
+    std::fprintf(stderr,
+                 "softmrcd: txgen: QP %u: the QP failed (receives flushed): the flow ends "
+                 "unfinished after %" PRIu64 " messages\n",
+                 c.qpn, r.expected);
+    end(r);
+    r.done = true;
+    return;
+  }
   if (c.status != engine::WcStatus::kSuccess || c.opcode != engine::WcOpcode::kRecvWriteImm) {
     ++counters_.errors;
     std::fprintf(stderr, "softmrcd: txgen: QP %u: receive completed with %s\n", c.qpn,
@@ -406,6 +418,7 @@ bool Txgen::finished() const {
 }
 
 void Txgen::abandon() {
+  abandoned_ = true;
   for (Sender& s : senders_) {
     s.active = false;
     s.marked = s.next;

@@ -42,7 +42,9 @@
 // stopped): once the QP has been quiet for half the flow's
 // requester_timeout, it probes the requester's endpoint the same way, and
 // an answer starts the quiet time again. A QP quiet for the whole timeout
-// ends its flow unfinished, counted as an error.
+// ends its flow unfinished, counted as an error. So does a responder's QP
+// that failed (its receives flushed before abandon()): it gets nothing
+// more.
 //
 // Owned by the endpoint's lcore; setup (add_*) runs before it starts.
 #pragma once
@@ -123,8 +125,9 @@ class Txgen {
   // completed. What is outstanding now, and how it ends, is counted apart
   // (TxgenCounters::in_flight_at_stop).
   void end_flows();
-  // The QPs were flushed: nothing more can be posted, no batch marker and
-  // no end (a flow's end then goes unsent, and is owed no more).
+  // The QPs are being flushed (the daemon's flush): nothing more can be
+  // posted, no batch marker and no end (a flow's end then goes unsent, and
+  // is owed no more), and flushed receives are no failure.
   void abandon();
 
   // Once per lcore pass: post what the senders' windows allow and check a
@@ -217,6 +220,7 @@ class Txgen {
   std::vector<int32_t> by_qpn_;  // >= 0: sender index; < 0: ~receiver index
   TxgenCounters counters_;
   bool shutting_down_ = false;  // end_flows() was called
+  bool abandoned_ = false;      // abandon() was called
 };
 
 }  // namespace softmrc::softmrcd

@@ -95,12 +95,13 @@ class Pair {
   void cut() {
     h_.set_filter([](int, const engine::TxPacket&) { return engine::test::Verdict::kDrop; });
   }
-  // a's QP goes to ERROR (a failure, or the daemon's flush): what it has
-  // in flight completes with status FLUSHED.
-  void fail_a_qp() {
+  // A side's QP goes to ERROR (a failure, or the daemon's flush): what it
+  // has in flight, and its posted receives, complete with status FLUSHED.
+  void fail_qp(int side) {
     engine::QpAttr error;
     error.state = engine::QpState::kError;
-    EXPECT_TRUE(h_.a().ep.modify_qp(h_.a().qpn, error, engine::kAttrState, h_.now()).ok());
+    engine::test::Side& s = h_.side(side);
+    EXPECT_TRUE(s.ep.modify_qp(s.qpn, error, engine::kAttrState, h_.now()).ok());
   }
 
  private:
@@ -267,9 +268,14 @@ TEST_P(TxgenOp, FlushCountsEachMessageOnce) {
   p.cut();  // a window stays in flight
   ASSERT_TRUE(p.run([&] { return p.a().in_flight() == r.window; }));
   p.a().end_flows();
-  p.fail_a_qp();
+  p.fail_qp(0);
   p.a().abandon();
+  // b's receives end at the flush too, which is no failure.
+  p.b().end_flows();
+  p.fail_qp(1);
+  p.b().abandon();
   ASSERT_TRUE(p.run([&] { return p.a().in_flight() == 0; }));
+  EXPECT_EQ(p.b().counters().errors, 0u);
   const TxgenCounters a = p.a().counters();
   EXPECT_EQ(a.flushed, r.window);
   EXPECT_EQ(a.posted, a.completed + a.flushed);
@@ -288,7 +294,7 @@ TEST_P(TxgenOp, ShutdownCountsOnlyWhatItEnded) {
   ASSERT_TRUE(p.run([&] { return p.a().counters().completed >= 20; }));
   p.cut();
   ASSERT_TRUE(p.run([&] { return p.a().in_flight() == r.window; }));
-  p.fail_a_qp();
+  p.fail_qp(0);
   testing::internal::CaptureStderr();
   ASSERT_TRUE(p.run([&] { return p.a().in_flight() == 0; }));
   p.a().end_flows();
@@ -314,9 +320,27 @@ TEST_P(TxgenOp, FailedQpIsOneError) {
     const TxgenCounters& a = p.a().counters();
     return a.completed >= 20 && a.posted % r.window != 0;
   }));
-  p.fail_a_qp();
+  p.fail_qp(0);
   ASSERT_TRUE(p.run([&] { return p.a().in_flight() == 0; }));
   EXPECT_EQ(p.a().counters().errors, 1u);
+}
+
+// A responder whose QP failed mid-run (its receives flushed) will get
+// nothing more: its flow ends unfinished, as one error, with what arrived
+// checked, and a responder for another process's requester is done, even
+// one that would wait for a quiet requester for ever.
+TEST_P(TxgenOp, FailedResponderQpEndsTheFlow) {
+  Flow r = flow();
+  r.messages = 0;
+  r.remote = true;
+  Pair p(r);
+  ASSERT_TRUE(p.run([&] { return p.b().counters().verified >= 20; }));
+  p.fail_qp(1);
+  ASSERT_TRUE(p.run_polling([&] { return p.b().finished(); }, 10'000'000));
+  const TxgenCounters b = p.b().counters();
+  EXPECT_EQ(b.errors, 1u);
+  EXPECT_EQ(b.mismatches, 0u);
+  EXPECT_GE(b.verified, 20u);
 }
 
 // The daemon's shutdown on the requester's side: a flow without a limit
