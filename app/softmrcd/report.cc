@@ -311,6 +311,7 @@ void stats_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, int onl
     r.num("qp_gone_tx", s.engine.qp_gone_tx);  // peers told an application's QP is gone
     r.num("txgen_posted", s.txgen.posted);
     r.num("txgen_completed", s.txgen.completed);
+    r.num("txgen_completed_bytes", s.txgen.completed_bytes);
     r.num("txgen_in_flight", s.txgen.in_flight);
     r.num("txgen_verified", s.txgen.verified);
     r.num("txgen_verified_bytes", s.txgen.verified_bytes);

@@ -846,7 +846,8 @@ def case_telemetry(args):
         wait_for(f'txgen_verified to grow past {first}', lambda: verified() > first, timeout=10,
                  output=d.output())
         second = t.query('/softmrc/stats')
-        check(second['a']['txgen_errors'] == 0 and second['b']['txgen_mismatches'] == 0,
+        check(second['a']['txgen_errors'] == 0 and second['b']['txgen_mismatches'] == 0 and
+              second['a']['txgen_completed_bytes'] == second['a']['txgen_completed'] * 16384,
               f'/softmrc/stats: {second}')
         qp = t.query('/softmrc/qp,a,1')['a/1']
         check(qp['state'] == 'RTS' and qp['peer'] == 'b' and qp['tx_data_packets'] > 0 and
