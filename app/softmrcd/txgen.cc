@@ -54,7 +54,8 @@ engine::Status Txgen::add_receiver(const ReceiverSetup& r, engine::Endpoint& ep)
 
 void Txgen::start(engine::TimeNs now) {
   for (Sender& s : senders_) {
-    if (s.failed || s.exhausted) continue;
+    // A flow that is posting keeps its deadline: a second start is no restart.
+    if (s.failed || s.exhausted || s.active) continue;
     s.active = true;
     s.deadline =
         s.s.flow.duration_ns != 0 && !s.waiting ? now + s.s.flow.duration_ns : engine::kNever;

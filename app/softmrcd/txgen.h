@@ -116,7 +116,7 @@ class Txgen {
   engine::Status add_receiver(const ReceiverSetup& r, engine::Endpoint& ep);
 
   // Start (or resume) posting; duration limits count from `now` (or from
-  // the peer's first probe reply).
+  // the peer's first probe reply). Flows already posting go on as they were.
   void start(engine::TimeNs now);
   // Stop posting; what is outstanding still completes.
   void stop();

@@ -28,6 +28,7 @@ struct Flow {
   uint32_t size = 256 * 1024;  // four check slices a message
   uint32_t window = 4;
   uint64_t messages = 48;
+  engine::TimeNs duration_ns = 0;
   TrafficOp op = TrafficOp::kWimm;
   uint32_t check_every = 1;  // b checks in one pass of this many
   // Flips a byte of a's copy of this message once it is posted.
@@ -111,6 +112,7 @@ class Pair {
     f.size_bytes = flow.size;
     f.window = flow.window;
     f.messages = flow.messages;
+    f.duration_ns = flow.duration_ns;
     f.requester_timeout_ns = flow.requester_timeout_ns;
     return f;
   }
@@ -237,6 +239,22 @@ TEST_P(TxgenOp, StaleSlotIsOneMismatch) {
   ASSERT_TRUE(x.finished);
   EXPECT_EQ(x.b.mismatches, 1u);
   EXPECT_EQ(x.b.verified, r.messages - 1);
+}
+
+// A duration counts from the start: a second start while the flow runs
+// (the prompt's 'start' typed again) does not restart it.
+TEST_P(TxgenOp, StartWhileRunningKeepsTheDeadline) {
+  Flow r = flow();
+  r.messages = 0;
+  r.duration_ns = 5'000'000;
+  Pair p(r);
+  const engine::TimeNs started = p.harness().now();
+  p.idle_for(r.duration_ns / 2);
+  ASSERT_GT(p.a().counters().completed, 0u);
+  p.a().start(p.harness().now());
+  ASSERT_TRUE(p.run([&] { return p.a().finished(); }));
+  // Its last window completes shortly after the deadline.
+  EXPECT_LT(p.harness().now() - started, r.duration_ns + r.duration_ns / 5);
 }
 
 // The daemon's shutdown: a stopped flow's last messages, which checking
