@@ -164,7 +164,7 @@ bool EndpointTask::alloc_region(size_t bytes, uint64_t va, uint8_t** buf, uint32
   void* mem = rte_malloc_socket("smrcd_region", bytes, RTE_CACHE_LINE_SIZE,
                                 static_cast<int>(rte_socket_id()));
   if (mem == nullptr) {
-    *err = "cannot allocate " + std::to_string(bytes >> 20) + " MiB of registered memory on '" +
+    *err = "cannot allocate " + std::to_string(bytes) + " bytes of registered memory on '" +
            name_ + "' (give the EAL more memory with -m)";
     return false;
   }
