@@ -39,6 +39,11 @@ void FabricProcess::on_signal(int sig) {
   g_signal = sig;
 }
 
+const char* FabricProcess::stop_signal() {
+  if (g_signal == 0) return nullptr;
+  return g_signal == SIGINT ? "SIGINT" : "SIGTERM";
+}
+
 bool FabricProcess::setup(const FabricConfig& cfg, const Options& opt, std::string* err) {
   cfg_ = cfg;
   opt_ = opt;
@@ -132,8 +137,6 @@ int FabricProcess::lcore_main(void* arg) {
 }
 
 int FabricProcess::run() {
-  softmrcd::on_stop_signals(&FabricProcess::on_signal);
-
   for (auto& l : links_) {
     last_log_.emplace_back();
     l->snapshot().read([&](const softmrcd::LinkSnapshot& x) { last_log_.back() = x; });
@@ -153,8 +156,8 @@ int FabricProcess::run() {
   for (;;) {
     ::poll(nullptr, 0, static_cast<int>(kControlTickMs));
     now = clock_.now_ns();
-    if (g_signal != 0) {
-      why = g_signal == SIGINT ? "SIGINT" : "SIGTERM";
+    if (stop_signal() != nullptr) {
+      why = stop_signal();
       break;
     }
     if (now >= end) break;

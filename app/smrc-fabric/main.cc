@@ -6,8 +6,8 @@
 // The configuration is read and checked before the EAL starts; then the
 // ports are opened, the links join them, and one or more worker lcores
 // forward frames through the emulator until SIGINT, SIGTERM or the
-// duration; a summary follows. Exit status: 0 a clean run, 2 bad usage,
-// configuration or setup.
+// duration; a summary follows. Exit status: 0 a clean run or a stop by
+// signal (setup included), 2 bad usage, configuration or setup.
 #include <getopt.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -52,14 +52,15 @@ void print_usage(const char* prog) {
       "\n"
       "A plane that goes down drops everything in both directions; ports whose PMD\n"
       "can take their link down (net_tap, net_ring) go down with it, net_memif\n"
-      "ports stay up. SIGINT or SIGTERM stops it; a summary per link, plane and\n"
-      "direction and per port follows.\n"
+      "ports stay up. SIGINT or SIGTERM stops it, during setup too; a summary per\n"
+      "link, plane and direction and per port follows once it forwarded.\n"
       "\n"
       "Counters: DPDK telemetry (dpdk-telemetry.py -f <file prefix>): /softmrc/links,\n"
       "/softmrc/fabric/ports, and /softmrc/fabric/set,<link>,<plane>,<what>,<value>\n"
       "[,<direction>] to change a plane while it runs.\n"
       "\n"
-      "Exit status: 0 a clean run, 2 bad options, configuration or EAL setup.\n",
+      "Exit status: 0 a clean run, or stopped by SIGINT or SIGTERM (also during\n"
+      "setup); 2 bad options, configuration or EAL setup.\n",
       prog);
 }
 
@@ -127,8 +128,16 @@ int main(int argc, char** argv) {
     softmrc::softmrcd::print_version("smrc-fabric");
     return 0;
   }
+  // From here on, SIGINT and SIGTERM stop smrc-fabric cleanly, setup included.
+  softmrc::softmrcd::on_stop_signals(&FabricProcess::on_signal);
   FabricConfig cfg;
-  if (!load_config(opt.config, &cfg, &err)) return usage_error(err);
+  if (!load_config(opt.config, &cfg, &err)) {
+    // A signal fails a blocking open (a FIFO's) with EINTR: a stop, not a bad file.
+    if (FabricProcess::stop_signal() == nullptr) return usage_error(err);
+    std::printf("smrc-fabric: stopped (%s) while reading %s, before any setup\n",
+                FabricProcess::stop_signal(), opt.config.c_str());
+    return 0;
+  }
 
   if (rte_eal_init(args.eal_argc, argv) < 0)
     return usage_error(std::string("EAL initialisation failed: ") + rte_strerror(rte_errno));
@@ -137,7 +146,13 @@ int main(int argc, char** argv) {
   {
     FabricProcess fabric;
     if (!fabric.setup(cfg, opt, &err)) {
-      std::fprintf(stderr, "smrc-fabric: %s: %s\n", cfg.path.c_str(), err.c_str());
+      // A signal may have failed a step on its own (EINTR): not the file's fault.
+      if (FabricProcess::stop_signal() != nullptr) {
+        std::printf("smrc-fabric: stopped (%s) during setup\n", FabricProcess::stop_signal());
+        status = 0;
+      } else {
+        std::fprintf(stderr, "smrc-fabric: %s: %s\n", cfg.path.c_str(), err.c_str());
+      }
     } else {
       attach_telemetry(&fabric);
       status = fabric.run();

@@ -35,6 +35,8 @@ the shared EAL config that memif needs), and checks what both say.
                   byte verified
   fabric_bad_config  smrc-fabric's bad files and command lines get the
                   messages docs/configuration.md lists, exit 2
+  fabric_setup_signal  SIGTERM while smrc-fabric opens its configuration (a
+                  FIFO no one writes) stops it cleanly, exit 0, saying so
   tap_plane_down  a and b in two network namespaces, each plane a net_tap
                   wired to a veth pair between the namespaces, on IPv4
                   (net_tap checks the IPv4 header checksums: a frame with
@@ -692,6 +694,28 @@ def case_fabric_bad_config(args):
     if code != 0 or 'smrc-fabric: stopped (duration)' not in out:
         failures.append(f'good config: exit {code}, {out!r} {err!r}')
     check(not failures, '\n'.join(failures))
+
+
+def case_fabric_setup_signal(args):
+    """SIGTERM before smrc-fabric forwards (here while it opens its
+    configuration, a FIFO no one writes) stops it as at any other time: a
+    clean exit that says where it stopped, not death by the signal."""
+    fifo = os.path.join(args.workdir, 'fabric.fifo')
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    f = fabric(args, 'fabric_setup_signal', None)
+    f.cmd[f.cmd.index(f.cfg_path)] = fifo
+    f.start()
+
+    def blocked_on_fifo():  # the kernel's wait for a FIFO's writer
+        with open(f'/proc/{f.proc.pid}/wchan') as w:
+            return w.read() == 'wait_for_partner'
+    code, out = f.signal_when(lambda: wait_for('the configuration FIFO opened', blocked_on_fifo,
+                                               timeout=30, output=f.output()))
+    check(code == 0, f'exit status {code}, want 0', out)
+    check(f'smrc-fabric: stopped (SIGTERM) while reading {fifo}, before any setup' in out,
+          'no line saying the configuration read stopped', out)
+    check('cannot open' not in out and 'Interrupted' not in out, 'an error for the open', out)
 
 
 def run(cmd):
