@@ -215,6 +215,11 @@ class Daemon:
         self.proc.stdin.flush()
         return self.wait()
 
+    def blocked_on_fifo(self):
+        """True while the process waits in open() for a FIFO's writer."""
+        with open(f'/proc/{self.proc.pid}/wchan') as f:
+            return f.read() == 'wait_for_partner'
+
     def signal_when(self, ready, sig=signal.SIGTERM):
         """Sends `sig` once ready() returned, and waits for the exit; the exit
         status and the output. The process never outlives the call."""
@@ -1023,11 +1028,7 @@ def case_setup_signal(args):
     if not os.path.exists(fifo):
         os.mkfifo(fifo)
     d = Daemon(args, 'setup_signal', two_endpoints(control_state_file=fifo)).start()
-
-    def blocked_on_fifo():  # the kernel's wait for a FIFO's writer
-        with open(f'/proc/{d.proc.pid}/wchan') as f:
-            return f.read() == 'wait_for_partner'
-    code, out = d.signal_when(lambda: wait_for('setup to open the FIFO', blocked_on_fifo,
+    code, out = d.signal_when(lambda: wait_for('setup to open the FIFO', d.blocked_on_fifo,
                                                timeout=30, output=d.output()))
     check(code == 1, f'exit status {code}, want 1', out)
     check('softmrcd: stopped (SIGTERM) during setup, before any traffic' in out,
@@ -1041,7 +1042,7 @@ def case_setup_signal(args):
     d = Daemon(args, 'setup_signal')
     d.cmd[d.cmd.index(d.cfg_path)] = fifo
     d.start()
-    code, out = d.signal_when(lambda: wait_for('the configuration FIFO opened', blocked_on_fifo,
+    code, out = d.signal_when(lambda: wait_for('the configuration FIFO opened', d.blocked_on_fifo,
                                                timeout=30, output=d.output()))
     check(code == 1, f'exit status {code}, want 1 (config read)', out)
     check(f'softmrcd: stopped (SIGTERM) while reading {fifo}, before any setup' in out,

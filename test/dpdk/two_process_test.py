@@ -706,11 +706,7 @@ def case_fabric_setup_signal(args):
     f = fabric(args, 'fabric_setup_signal', None)
     f.cmd[f.cmd.index(f.cfg_path)] = fifo
     f.start()
-
-    def blocked_on_fifo():  # the kernel's wait for a FIFO's writer
-        with open(f'/proc/{f.proc.pid}/wchan') as w:
-            return w.read() == 'wait_for_partner'
-    code, out = f.signal_when(lambda: wait_for('the configuration FIFO opened', blocked_on_fifo,
+    code, out = f.signal_when(lambda: wait_for('the configuration FIFO opened', f.blocked_on_fifo,
                                                timeout=30, output=f.output()))
     check(code == 0, f'exit status {code}, want 0', out)
     check(f'smrc-fabric: stopped (SIGTERM) while reading {fifo}, before any setup' in out,
