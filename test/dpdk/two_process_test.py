@@ -53,6 +53,7 @@ get a CPU each: a runs --lcores 0@1,1@0 and b 0@0,1@1. Exit 0 on success,
 and both daemons' output otherwise.
 """
 
+import contextlib
 import ctypes
 import json
 import os
@@ -429,10 +430,22 @@ def start_fabric(args, name, planes, link, stats, options=()):
                for e in ('a', 'b')}
 
 
-def with_fabric_output(e, f, a, b):
-    """Failure e with the fabric's output and both daemons' to the end."""
-    return Failure(str(e) + '\n--- fabric ---\n' + f.output() + '\n' +
-                   (final_output(a, b) if a else ''))
+@contextlib.contextmanager
+def around_fabric(f):
+    """Yields a list for the daemons started on fabric f. A failure in the
+    block carries the fabric's output and that of the last pair started (a,
+    or a and b) to the end; neither the fabric nor any daemon outlives the
+    block."""
+    daemons = []
+    try:
+        yield daemons
+    except Failure as e:
+        pair = daemons[-2:] if len(daemons) % 2 == 0 else daemons[-1:] + [None]
+        raise Failure(str(e) + '\n--- fabric ---\n' + f.output() + '\n' +
+                      (final_output(*pair) if daemons else '')) from None
+    finally:
+        for d in [f] + daemons:
+            d.kill()
 
 
 def through_fabric(args, name, planes, link, traffic, srv6=False, during=None):
@@ -442,21 +455,16 @@ def through_fabric(args, name, planes, link, traffic, srv6=False, during=None):
     f, ports = start_fabric(args, f'2p_{name}_f', planes, link,
                             {'snapshot_ms': 20, 'log_interval_ms': 250},
                             ['--duration-ms', '20000'])
-    a = b = None
-    try:
+    with around_fabric(f) as daemons:
         a = daemon(args, name, 'a', ports['a'], traffic, srv6=srv6).start()
+        daemons.append(a)
         b = daemon(args, name, 'b', ports['b'], traffic, srv6=srv6).start()
+        daemons.append(b)
         if during:
             during(f)
         code_a, code_b = wait_both(a, b)
         f.proc.send_signal(signal.SIGTERM)
         code_f = f.wait(10)
-    except Failure as e:
-        raise with_fabric_output(e, f, a, b) from None
-    finally:
-        for d in (f, a, b):
-            if d:
-                d.kill()
     out = both_output(a, b) + '\n--- fabric ---\n' + f.output()
     check(code_f == 0, f'fabric exit status {code_f}', out)
     return f, a, b, code_a, code_b, out
@@ -569,11 +577,12 @@ def case_fabric_restart(args):
                 'messages': 100}]
     f, ports = start_fabric(args, '2p_restart_f', planes, {'rate_gbps': 1},
                             {'snapshot_ms': 20, 'log_interval_ms': 0})
-    a = b = None
-    try:
+    with around_fabric(f) as daemons:
         for run in (1, 2):
             a = daemon(args, f'restart{run}', 'a', ports['a'], traffic).start()
+            daemons.append(a)
             b = daemon(args, f'restart{run}', 'b', ports['b'], traffic).start()
+            daemons.append(b)
             code_a, code_b = wait_both(a, b)
             check_done(a, b, code_a, code_b)
             # The fabric saw both clients go, with their farewells.
@@ -582,12 +591,6 @@ def case_fabric_restart(args):
             check(sides == {'a', 'b'}, f'farewells from {sides}', f.output())
         f.proc.send_signal(signal.SIGTERM)
         code_f = f.wait(10)
-    except Failure as e:
-        raise with_fabric_output(e, f, a, b) from None
-    finally:
-        for d in (f, a, b):
-            if d:
-                d.kill()
     check(code_f == 0, f'fabric exit status {code_f}', f.output())
     for line in f.output().splitlines():
         if re.match(r'smrc-fabric: (link|t=[\d.]+s link 0 plane \d side)', line):
