@@ -67,9 +67,10 @@ void usage(std::FILE* out) {
       "      --version           softmrc's release and libsoftmrc's version string\n\n"
       "write_bw prints MsgSize, TotalOps (messages of all QPs), BW_avg in Gb/s and\n"
       "MsgRate in Mpps; with --bidir each side prints what it sent. write_lat prints\n"
-      "round-trip percentiles in microseconds: a Write-with-Immediate there and one\n"
-      "back. Exit status: 0 when every size ran and verified, 1 when something failed\n"
-      "(the message says what), 2 for bad arguments.\n");
+      "round-trip percentiles in microseconds (nearest rank; under 1000 --iters,\n"
+      "p99.9 is the max): a Write-with-Immediate there and one back. Exit status: 0\n"
+      "when every size ran and verified, 1 when something failed (the message says\n"
+      "what), 2 for bad arguments.\n");
 }
 
 bool parse(int argc, char** argv, Cli* c, std::string* err) {
@@ -298,12 +299,12 @@ int main(int argc, char** argv) {
       std::printf(
           "{\"test\":\"write_lat\",\"msg_size\":%lu,\"total_ops\":%lu,\"rtt_us\":{\"avg\":%.3f,"
           "\"p50\":%.3f,\"p99\":%.3f,\"p99_9\":%.3f,\"max\":%.3f},\"verified\":true}\n",
-          l.size, l.total_ops, l.average(), l.percentile(50), l.percentile(99), l.percentile(99.9),
-          l.percentile(100));
+          l.size, l.total_ops, l.average(), l.percentile(500), l.percentile(990), l.percentile(999),
+          l.percentile(1000));
     } else {
       std::printf("%10lu %10lu %10.2f %10.2f %10.2f %10.2f %10.2f\n", l.size, l.total_ops,
-                  l.average(), l.percentile(50), l.percentile(99), l.percentile(99.9),
-                  l.percentile(100));
+                  l.average(), l.percentile(500), l.percentile(990), l.percentile(999),
+                  l.percentile(1000));
     }
     std::fflush(stdout);
   }

@@ -128,18 +128,6 @@ std::vector<uint64_t> sizes(const Params& p) {
   return out;
 }
 
-double LatResult::percentile(double p) const {
-  if (rtt_us.empty()) return 0;
-  const size_t i = static_cast<size_t>(p / 100 * (rtt_us.size() - 1) + 0.5);
-  return rtt_us[std::min(i, rtt_us.size() - 1)];
-}
-
-double LatResult::average() const {
-  double sum = 0;
-  for (double v : rtt_us) sum += v;
-  return rtt_us.empty() ? 0 : sum / rtt_us.size();
-}
-
 Session::~Session() {
   for (smrc_qp* qp : qps_) smrc_destroy_qp(qp);
   if (mr_) smrc_free_mr(mr_);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "oob.h"
+#include "stats.h"
 
 namespace softmrc::perf {
 
@@ -60,22 +61,6 @@ struct Options {
 
 // The sizes min, min*f, min*f^2, ... up to max, and max itself.
 std::vector<uint64_t> sizes(const Params& p);
-
-struct BwResult {
-  uint64_t size = 0;
-  uint64_t total_ops = 0;
-  double seconds = 0;
-  double gbps() const { return total_ops * size * 8 / seconds / 1e9; }
-  double mpps() const { return total_ops / seconds / 1e6; }
-};
-
-struct LatResult {
-  uint64_t size = 0;
-  uint64_t total_ops = 0;
-  std::vector<double> rtt_us;  // sorted
-  double percentile(double p) const;
-  double average() const;
-};
 
 class Session {
  public:
