@@ -5,7 +5,9 @@
 namespace softmrc::perf {
 
 double BwResult::gbps() const {
-  return static_cast<double>(total_ops * size * 8) / seconds / 1e9;
+  // In double: the bits of --iters x --qps messages of --max-size, all at
+  // their limits, are 2^71 and would wrap a uint64_t.
+  return static_cast<double>(total_ops) * static_cast<double>(size) * 8 / seconds / 1e9;
 }
 
 double BwResult::mpps() const {

@@ -1,4 +1,5 @@
-// smrc-perf's arithmetic: nearest-rank percentiles (docs/smrc-perf.md).
+// smrc-perf's arithmetic: nearest-rank percentiles (docs/smrc-perf.md) and
+// bandwidth.
 #include "smrc-perf/stats.h"
 
 #include <gtest/gtest.h>
@@ -42,6 +43,18 @@ TEST(Percentile, UnderAThousandTimesP999IsTheMax) {
 TEST(Percentile, NoTimesGiveZero) {
   EXPECT_EQ(LatResult{}.percentile(500), 0);
   EXPECT_EQ(LatResult{}.average(), 0);
+}
+
+TEST(Bandwidth, BitsPerSecondAndMessagesPerSecond) {
+  const BwResult r{.size = 4096, .total_ops = 2000, .seconds = 0.5};
+  EXPECT_DOUBLE_EQ(r.gbps(), 2000 * 4096 * 8 / 0.5 / 1e9);
+  EXPECT_DOUBLE_EQ(r.mpps(), 2000 / 0.5 / 1e6);
+}
+
+TEST(Bandwidth, TheLargestRunDoesNotWrap) {
+  // --iters 1000000000 x --qps 4096 messages of 64 MiB: 2^71 bits.
+  const BwResult r{.size = 64 << 20, .total_ops = 4096ull * 1'000'000'000, .seconds = 1};
+  EXPECT_DOUBLE_EQ(r.gbps(), 4096e9 * (64 << 20) * 8 / 1e9);
 }
 
 }  // namespace
