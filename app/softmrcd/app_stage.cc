@@ -269,6 +269,10 @@ bool AppStage::on_event(const engine::Event& e) {
   if (e.type != engine::EventType::kQpError) return false;
   AppQp* q = qp(e.qpn);
   if (q == nullptr) return false;
+  // Only a move to ERROR that was asked for fails a QP with kFlushed: the
+  // application's own (verbs raises no event for it), fail_if_corrupt's
+  // (which raised its own) and the shutdown's flush (DEVICE_FATAL follows).
+  if (e.status == engine::WcStatus::kFlushed) return true;
   AppEvent ev{q->owner, {}};
   ev.msg.kind = uint32_t(shm::EventKind::kQpFatal);
   ev.msg.qpn = e.qpn;
@@ -284,6 +288,10 @@ void AppStage::take_posted(engine::Endpoint& ep, uint32_t qpn) {
   // Bounded: the ring holds at most its capacity.
   for (uint32_t i = 0; i <= q->send_ring.capacity() / kQpBudget && !q->ring_reported; ++i)
     take_sends(ep, qpn, *q, kQpBudget);
+}
+
+void AppStage::drop_stashed(uint32_t qpn) {
+  if (AppQp* q = qp(qpn)) q->stash_n = 0;
 }
 
 uint64_t AppStage::outstanding(const engine::Endpoint& ep) const {

@@ -92,6 +92,9 @@ class AppStage {
   // Before a modify: what the application posted to the QP's ring before
   // asking for it (receives before RTR) goes to the engine first.
   void take_posted(engine::Endpoint& ep, uint32_t qpn);
+  // After a move to RESET: the Writes still waiting for room in the send
+  // queue are dropped with the rest of its work, without completions.
+  void drop_stashed(uint32_t qpn);
   uint64_t outstanding(const engine::Endpoint& ep) const;
   uint32_t flush(engine::Endpoint& ep, uint64_t now);
 

@@ -164,8 +164,8 @@ bool EndpointTask::alloc_region(size_t bytes, uint64_t va, uint8_t** buf, uint32
   void* mem = rte_malloc_socket("smrcd_region", bytes, RTE_CACHE_LINE_SIZE,
                                 static_cast<int>(rte_socket_id()));
   if (mem == nullptr) {
-    *err = "cannot allocate " + std::to_string(bytes) + " bytes of registered memory on '" +
-           name_ + "' (give the EAL more memory with -m)";
+    *err = "cannot allocate " + std::to_string(bytes) + " bytes of registered memory on '" + name_ +
+           "' (give the EAL more memory with -m)";
     return false;
   }
   regions_.push_back(mem);
@@ -286,7 +286,14 @@ bool EndpointTask::poll(uint64_t tsc) {
   const Phase phase = phase_->load(std::memory_order_acquire);
   if (phase != seen_phase_) on_phase(phase, now);
   uint32_t work = rte_ring_count(commands_);
-  if (work != 0) run_commands(now);
+  if (work != 0) {
+    run_commands(now);
+    // What a call made the engine complete (a QP moved to ERROR flushes
+    // its queues) reaches the CQs before the stage takes more descriptors:
+    // the QP's Writes still waiting for room are flushed after them, in
+    // post order.
+    drain_engine(now);
+  }
   poll_links(tsc, now);
   work += receive_bursts();
   // Applications' descriptors after the RX bursts, before their frames are

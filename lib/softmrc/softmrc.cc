@@ -860,7 +860,10 @@ int smrc_post_send(struct smrc_qp* qp, struct smrc_send_wr* wr, struct smrc_send
   if (bad_wr) *bad_wr = wr;
   if (qp == nullptr || wr == nullptr) return EINVAL;
   if (qp->ctx->dead.load(std::memory_order_acquire)) return ENOTCONN;
-  if (qp->state.load(std::memory_order_relaxed) != SMRC_QPS_RTS) return EINVAL;
+  // In ERR the daemon flushes what is posted, as verbs does: the library
+  // may not know yet that the QP failed, and the answer must not depend on it.
+  const uint32_t s = qp->state.load(std::memory_order_relaxed);
+  if (s != SMRC_QPS_RTS && s != SMRC_QPS_ERR) return EINVAL;
   const bool sig_all = qp->init.sq_sig_all != 0;
   WorkRequest batch[kPostBurst];
   smrc_send_wr* first[kPostBurst];
@@ -910,8 +913,7 @@ int smrc_post_recv(struct smrc_qp* qp, struct smrc_recv_wr* wr, struct smrc_recv
   if (bad_wr) *bad_wr = wr;
   if (qp == nullptr || wr == nullptr) return EINVAL;
   if (qp->ctx->dead.load(std::memory_order_acquire)) return ENOTCONN;
-  const uint32_t s = qp->state.load(std::memory_order_relaxed);
-  if (s == SMRC_QPS_RESET || s == SMRC_QPS_ERR) return EINVAL;
+  if (qp->state.load(std::memory_order_relaxed) == SMRC_QPS_RESET) return EINVAL;
   WorkRequest batch[kPostBurst];
   smrc_recv_wr* first[kPostBurst];
   while (wr != nullptr) {

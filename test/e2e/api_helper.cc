@@ -375,6 +375,107 @@ void close_leaves_nothing(const char* sock) {
   }
 }
 
+// Whether an async event names `qpn` as fatal within `ms` (other events,
+// such as a plane's, are passed over).
+bool qp_fatal_within(smrc_context* ctx, uint32_t qpn, int ms) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  smrc_async_event ev;
+  while (std::chrono::steady_clock::now() < end)
+    if (smrc_get_async_event(ctx, &ev, 20) == 0 && ev.event_type == SMRC_EVENT_QP_FATAL &&
+        ev.qp_num == qpn)
+      return true;
+  return false;
+}
+
+// A QP's work through ERR and RESET, as in verbs: receives may be posted
+// from INIT, Writes only in RTS; a move to ERR flushes everything posted,
+// raises no QP_FATAL (the application asked for it), and what is posted in
+// ERR is accepted and flushed; a move to RESET drops the work without a
+// completion, also the Writes that waited for room in the send queue, and
+// the QP can be connected again. Its peer QP (number 5 on the other
+// daemon) does not exist, so no Write is ever acknowledged.
+void error_and_reset(Basic& b, const smrc_gid& peer) {
+  smrc_qp_init_attr ia{};
+  ia.send_cq = ia.recv_cq = b.cq;
+  ia.cap.max_send_wr = 4;
+  ia.cap.max_recv_wr = 4;
+  smrc_qp* qp = smrc_create_qp(b.pd, &ia);
+  expect(qp != nullptr, "a QP whose send queue holds 4");
+  if (qp == nullptr) return;
+  smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), 64, b.mr->lkey};
+  smrc_send_wr wr = signaled_write(&sge, reinterpret_cast<uintptr_t>(b.mr->addr), b.mr->rkey);
+  smrc_recv_wr rwr{};
+  smrc_wc got[16];
+  const auto to = [&](smrc_qp_state state, uint32_t mask) {
+    smrc_qp_attr a{};
+    a.qp_state = state;
+    a.dgid = peer;
+    a.dest_qp_num = 5;
+    a.timeout = 20;  // a second: nothing times out during the case
+    return smrc_modify_qp(qp, &a, SMRC_QP_STATE | mask);
+  };
+  // Eight Writes: the send queue takes four, the daemon keeps the rest
+  // until there is room.
+  const auto post_eight = [&] {
+    int st = 0;
+    for (int i = 0; i < 8; ++i) {
+      wr.wr_id = 400 + i;
+      st |= smrc_post_send(qp, &wr, nullptr);
+      if (i == 3) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return st;
+  };
+  const uint32_t rtr = SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN;
+  const uint32_t rts = SMRC_QP_SQ_PSN | SMRC_QP_TIMEOUT;
+
+  expect_err(to(SMRC_QPS_INIT, 0), 0, "RESET -> INIT");
+  rwr.wr_id = 300;
+  expect_err(smrc_post_recv(qp, &rwr, nullptr), 0, "post_recv in INIT");
+  expect_err(smrc_post_send(qp, &wr, nullptr), EINVAL, "post_send in INIT");
+  expect_err(to(SMRC_QPS_RTR, rtr), 0, "INIT -> RTR");
+  expect_err(smrc_post_send(qp, &wr, nullptr), EINVAL, "post_send in RTR");
+  expect_err(to(SMRC_QPS_RTS, rts), 0, "RTR -> RTS");
+  expect_err(post_eight(), 0, "eight Writes in RTS");
+  expect(poll_one(b.cq, got, 50) == 0, "no Write completes unacknowledged");
+  expect_err(to(SMRC_QPS_ERR, 0), 0, "RTS -> ERR");
+  int n = poll_n(b.cq, got, 9), sends = 0, recvs = 0;
+  for (int i = 0; i < n; ++i) {
+    const bool recv = got[i].opcode == SMRC_WC_RECV_RDMA_WITH_IMM;
+    // Each queue's completions in post order.
+    const bool in_order = got[i].wr_id == (recv ? 300u + recvs : 400u + sends);
+    if (got[i].status == SMRC_WC_WR_FLUSH_ERR && in_order) ++(recv ? recvs : sends);
+  }
+  expect(n == 9 && sends == 8 && recvs == 1,
+         "ERR flushes the receive and the eight Writes, in order", sends * 10 + recvs);
+  expect(!qp_fatal_within(b.ctx, smrc_qp_num(qp), 300), "no QP_FATAL for a move to ERR asked for");
+  wr.wr_id = 500;
+  expect_err(smrc_post_send(qp, &wr, nullptr), 0, "post_send in ERR");
+  expect(poll_one(b.cq, got) == 1 && got[0].wr_id == 500 && got[0].status == SMRC_WC_WR_FLUSH_ERR,
+         "a Write posted in ERR is flushed", got[0].status);
+  rwr.wr_id = 501;
+  expect_err(smrc_post_recv(qp, &rwr, nullptr), 0, "post_recv in ERR");
+  expect(poll_one(b.cq, got) == 1 && got[0].wr_id == 501 && got[0].status == SMRC_WC_WR_FLUSH_ERR,
+         "a receive posted in ERR is flushed", got[0].status);
+
+  expect_err(to(SMRC_QPS_RESET, 0), 0, "ERR -> RESET");
+  expect_err(smrc_post_recv(qp, &rwr, nullptr), EINVAL, "post_recv in RESET");
+  expect_err(to(SMRC_QPS_INIT, 0), 0, "RESET -> INIT again");
+  rwr.wr_id = 600;
+  expect_err(smrc_post_recv(qp, &rwr, nullptr), 0, "a receive before RESET");
+  expect_err(to(SMRC_QPS_RTR, rtr), 0, "INIT -> RTR again");
+  expect_err(to(SMRC_QPS_RTS, rts), 0, "RTR -> RTS again");
+  expect_err(post_eight(), 0, "eight Writes before RESET");
+  expect_err(to(SMRC_QPS_RESET, 0), 0, "RTS -> RESET");
+  got[0] = smrc_wc{};
+  expect(poll_one(b.cq, got, 300) == 0, "RESET completes nothing",
+         static_cast<long>(got[0].wr_id * 100 + got[0].status));
+  smrc_qp_attr q{};
+  expect(smrc_query_qp(qp, &q, 0, nullptr) == 0 && q.qp_state == SMRC_QPS_RESET,
+         "query_qp says RESET");
+  expect_err(smrc_destroy_qp(qp), 0, "destroy the QP");
+}
+
 int misuse(const char* sock, const char* peer_ip) {
   smrc_gid peer;
   if (!parse_gid(peer_ip, &peer)) return 2;
@@ -658,9 +759,7 @@ int misuse(const char* sock, const char* peer_ip) {
   int flushed = 0;
   for (int i = 0; i < n; ++i) flushed += got[i].status == SMRC_WC_WR_FLUSH_ERR;
   expect(n == 16 && flushed == 16, "the 16 receives flushed", flushed);
-  expect_err(smrc_post_recv(b.qp, &rwr, nullptr), EINVAL, "post_recv in ERR");
-  wr.opcode = SMRC_WR_RDMA_WRITE;
-  expect_err(smrc_post_send(b.qp, &wr, nullptr), EINVAL, "post_send in ERR");
+  error_and_reset(b, peer);
 
   // Freeing an MR twice is not possible; destroy in order works.
   expect_err(smrc_destroy_qp(std::exchange(b.qp, nullptr)), 0, "destroy_qp");

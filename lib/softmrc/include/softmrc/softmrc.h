@@ -356,6 +356,12 @@ enum smrc_qp_caps {
  *   RTS   -> RTS   SMRC_QP_TIMEOUT, SMRC_QP_RETRY_CNT
  *   any   -> ERR, any -> RESET
  *
+ * As in verbs, a move to ERR completes every request posted and not yet
+ * completed with SMRC_WC_WR_FLUSH_ERR, each queue in post order, and
+ * raises no SMRC_EVENT_QP_FATAL (the application asked for it); a move to
+ * RESET drops them without completions, and the QP may be moved to INIT
+ * and connected again.
+ *
  * Fields absent from the mask take the daemon's `qp` defaults. The
  * verbs-only bits (PKEY_INDEX, PORT, ACCESS_FLAGS, VERBS_TIMEOUT,
  * VERBS_RETRY_CNT, RNR_RETRY, MIN_RNR_TIMER, MAX_QP_RD_ATOMIC,
@@ -494,7 +500,8 @@ struct smrc_recv_wr {
  * names (all before it were posted). num_sge 0 is a zero-length Write and
  * sg_list is then not read, as in verbs. Errors: EINVAL (NULL, num_sge
  * below 0 or over 1, num_sge 1 with a NULL sg_list, inline, QP not in
- * RTS), EOPNOTSUPP (an opcode other than Write and Write-with-Immediate),
+ * RTS or ERR: in ERR, as in verbs, the daemon completes what is posted with
+ * SMRC_WC_WR_FLUSH_ERR), EOPNOTSUPP (an opcode other than Write and Write-with-Immediate),
  * ENOMEM (the QP's send ring is full: it holds max_send_wr rounded up to a
  * power of two, requests the daemon has not taken yet), EIO (the send
  * ring's consumer index in shared memory is impossible: something
@@ -502,8 +509,9 @@ struct smrc_recv_wr {
  * checked by the daemon, which completes a request outside the lkey's
  * region with SMRC_WC_LOC_PROT_ERR. */
 int smrc_post_send(struct smrc_qp* qp, struct smrc_send_wr* wr, struct smrc_send_wr** bad_wr);
-/* Posts receives, each consumed by one incoming Write-with-Immediate.
- * Errors: EINVAL (NULL, QP in RESET or ERR), ENOMEM (the receive ring is
+/* Posts receives, each consumed by one incoming Write-with-Immediate: from
+ * INIT on, as in verbs (in ERR they complete with SMRC_WC_WR_FLUSH_ERR).
+ * Errors: EINVAL (NULL, QP in RESET), ENOMEM (the receive ring is
  * full: it holds max_recv_wr rounded up to a power of two), EIO (the
  * receive ring's consumer index is impossible, as for smrc_post_send),
  * ENOTCONN. */
@@ -513,7 +521,8 @@ int smrc_post_recv(struct smrc_qp* qp, struct smrc_recv_wr* wr, struct smrc_recv
 /* Asynchronous events                                                 */
 
 enum smrc_event_type {
-  SMRC_EVENT_QP_FATAL = 1,     /* the QP went to ERR (retries exhausted, ...) */
+  SMRC_EVENT_QP_FATAL = 1,     /* the QP failed (retries exhausted, ...); not for a
+                                * move to ERR the application asked for */
   SMRC_EVENT_PORT_ACTIVE = 2,  /* a plane came up */
   SMRC_EVENT_PORT_ERR = 3,     /* a plane went down */
   SMRC_EVENT_CQ_ERR = 4,       /* a CQ overflowed: completions were lost */
