@@ -86,7 +86,7 @@ bool parse_options(int argc, char** argv, Options* o, std::string* err) {
   while ((c = getopt_long(argc, argv, ":c:h", kLong, nullptr)) != -1) {
     switch (c) {
       case 'c':
-        o->config = optarg;
+        if (!softmrc::softmrcd::set_config_option(optarg, &o->config, err)) return false;
         break;
       case kLogInterval:
         if (!softmrc::softmrcd::parse_ms_option("log-interval-ms", optarg, 3'600'000, &v, err))

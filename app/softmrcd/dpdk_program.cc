@@ -45,6 +45,15 @@ bool parse_ms_option(const char* name, const char* text, uint64_t max, uint64_t*
   return false;
 }
 
+bool set_config_option(const char* text, std::string* config, std::string* err) {
+  if (*text == '\0') {
+    *err = "--config: empty file name";
+    return false;
+  }
+  *config = text;
+  return true;
+}
+
 std::string option_error(int c, char** argv) {
   // getopt_long has stepped past a long option's word and past a cluster
   // whose last letter it refused (-ib); a letter mid-cluster (-zi) leaves

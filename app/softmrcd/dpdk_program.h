@@ -26,6 +26,10 @@ void print_version(const char* program);
 bool parse_ms_option(const char* name, const char* text, uint64_t max, uint64_t* out,
                      std::string* err);
 
+// -c/--config FILE: false, with *err, for an empty value (`--config=`),
+// which check_operands() would otherwise take for no --config at all.
+bool set_config_option(const char* text, std::string* config, std::string* err);
+
 // What getopt_long's ':' (a value missing) or '?' (an unknown option) means,
 // for the option just read.
 std::string option_error(int c, char** argv);

@@ -70,7 +70,7 @@ bool parse_options(int argc, char** argv, Options* o, std::string* err) {
   while ((c = getopt_long(argc, argv, ":c:ih", kLong, nullptr)) != -1) {
     switch (c) {
       case 'c':
-        o->config = optarg;
+        if (!set_config_option(optarg, &o->config, err)) return false;
         break;
       case 'i':
         o->interactive = true;

@@ -1681,6 +1681,9 @@ def case_options(args):
     for argv, message in [
         ([], 'softmrcd: --config: missing (softmrcd [EAL options] -- --config FILE)'),
         (['--', '--config'], 'softmrcd: --config: needs a value'),
+        # An empty value is no missing option.
+        (['--', '--config='], 'softmrcd: --config: empty file name'),
+        (['--', '-c', ''], 'softmrcd: --config: empty file name'),
         (['--', '-c', 'x.yaml', '--frobnicate'],
          'softmrcd: --frobnicate: unknown option (see --help)'),
         # An option is named as given: a letter (even mid-cluster, where

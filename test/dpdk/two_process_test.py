@@ -644,6 +644,7 @@ BAD_FABRIC_CONFIGS = [
 BAD_FABRIC_OPTIONS = [
     ([], '--config: missing (smrc-fabric [EAL options] -- --config FILE)'),
     (['--config'], '--config: needs a value'),
+    (['--config='], '--config: empty file name'),  # not a missing --config
     (['--config', 'x.yaml', '--duration-ms', '1s'], "--duration-ms: '1s' is not 0..86400000"),
     (['--config', 'x.yaml', '--log-interval-ms', '-1'],
      "--log-interval-ms: '-1' is not 0..3600000"),
