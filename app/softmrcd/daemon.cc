@@ -134,7 +134,10 @@ int Daemon::setup_stopped() {
 }
 
 bool Daemon::traffic_expected() const {
-  if (opt_.interactive && !traffic_started_) return false;
+  return (!opt_.interactive || traffic_started_) && hosts_traffic();
+}
+
+bool Daemon::hosts_traffic() const {
   for (const FlowSpec& f : cfg_.traffic)
     if (f.from < cfg_.hosted || f.to < cfg_.hosted) return true;
   return false;
@@ -249,25 +252,26 @@ bool Daemon::setup_traffic(std::string* err) {
   return true;
 }
 
-bool Daemon::broadcast(const Command& c) {
-  bool ok = true;
-  for (auto& e : endpoints_) ok = e->command(c) && ok;
-  return ok;
+std::vector<std::string> Daemon::broadcast(const Command& c) {
+  std::vector<std::string> missed;
+  for (auto& e : endpoints_)
+    if (!e->command(c)) missed.push_back(e->name());
+  return missed;
 }
 
-void Daemon::start_traffic() {
+std::vector<std::string> Daemon::start_traffic() {
   traffic_started_ = true;
-  broadcast(Command{CommandType::kStart});
+  return broadcast(Command{CommandType::kStart});
 }
 
-void Daemon::stop_traffic() {
-  broadcast(Command{CommandType::kStop});
+std::vector<std::string> Daemon::stop_traffic() {
+  return broadcast(Command{CommandType::kStop});
 }
 
-void Daemon::clear_stats() {
-  broadcast(Command{CommandType::kClearStats});
+std::vector<std::string> Daemon::clear_stats() {
   for (auto& e : endpoints_)
     for (uint32_t p = 0; p < e->num_planes(); ++p) e->port(p).reset_stats();
+  return broadcast(Command{CommandType::kClearStats});
 }
 
 std::vector<EndpointSnapshot> Daemon::snapshots() {
@@ -331,7 +335,7 @@ int Daemon::run() {
     l->snapshot().read([&](const LinkSnapshot& x) { last_link_log_.back() = x; });
   }
   next_log_ns_ = started_ns_ + log_interval_ns_;
-  if (!opt_.interactive || linerate_) start_traffic();
+  if (!opt_.interactive || linerate_) start_traffic();  // the rings are empty: it reaches all
   for (unsigned lc = 0; lc < roles_.size(); ++lc)
     if (!roles_[lc].endpoints.empty() || !roles_[lc].links.empty() || !roles_[lc].ports.empty())
       rte_eal_remote_launch(&Daemon::lcore_main, &roles_[lc], lc);

@@ -54,11 +54,15 @@ class Daemon {
   // Every endpoint's snapshot, newest copies (the control thread's view).
   std::vector<EndpointSnapshot> snapshots();
 
-  // The prompt's commands.
-  void start_traffic();
-  void stop_traffic();
+  // The prompt's commands. Those sent to every endpoint's lcore return the
+  // endpoints they did not reach (a full command ring: the lcore is behind).
+  std::vector<std::string> start_traffic();
+  std::vector<std::string> stop_traffic();
   void request_stop(const char* why);
-  void clear_stats();
+  std::vector<std::string> clear_stats();
+  // Whether some flow of the traffic starts or ends at a hosted endpoint
+  // (else start and stop have nothing to act on).
+  bool hosts_traffic() const;
 
   // Setup: a service the control thread serves from now on.
   void add_service(std::unique_ptr<ControlService> s) { services_.push_back(std::move(s)); }
@@ -80,7 +84,7 @@ class Daemon {
   static int lcore_main(void* arg);
   bool assign_lcores(std::string* err);
   bool setup_traffic(std::string* err);
-  bool broadcast(const Command& c);
+  std::vector<std::string> broadcast(const Command& c);
   void wait_for_input(uint64_t timeout_ms);
   void control_step(uint64_t now);
   void measure_linerate(uint64_t now);

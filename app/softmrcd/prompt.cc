@@ -164,6 +164,21 @@ const CommandSpec cmd_show_evs_from = {
      &t_showqp_first.hdr},
 };
 
+// `done`, or the endpoints a command sent to every endpoint did not reach
+// (`not_done` there): it took effect everywhere else, so typing it again
+// is the remedy.
+void say_broadcast(cmdline* cl, const std::vector<std::string>& missed, const char* done,
+                   const char* not_done) {
+  if (missed.empty()) {
+    cmdline_printf(cl, "%s\n", done);
+    return;
+  }
+  std::string names;
+  for (const std::string& name : missed) names += (names.empty() ? "'" : ", '") + name + "'";
+  cmdline_printf(cl, "error: %s on %s: command ring full (its lcore is behind); try again\n",
+                 not_done, names.c_str());
+}
+
 // start | stop | quit | help
 struct WordResult {
   cmdline_fixed_string_t word;
@@ -172,12 +187,16 @@ struct WordResult {
 void on_word(void* r, cmdline* cl, void*) {
   const std::string w = static_cast<WordResult*>(r)->word;
   Daemon& d = g_prompt->daemon();
-  if (w == "start") {
-    d.start_traffic();
-    cmdline_printf(cl, "traffic started\n");
+  if ((w == "start" || w == "stop") && !d.hosts_traffic()) {
+    cmdline_printf(cl,
+                   "error: no traffic to %s: the configuration has no flow from or to an "
+                   "endpoint hosted here\n",
+                   w.c_str());
+  } else if (w == "start") {
+    say_broadcast(cl, d.start_traffic(), "traffic started", "traffic not started");
   } else if (w == "stop") {
-    d.stop_traffic();
-    cmdline_printf(cl, "traffic stopped (in-flight messages still complete)\n");
+    say_broadcast(cl, d.stop_traffic(), "traffic stopped (in-flight messages still complete)",
+                  "traffic not stopped");
   } else if (w == "quit") {
     g_prompt->quit();
   } else {
@@ -215,8 +234,8 @@ struct ClearResult {
 };
 
 void on_clear(void*, cmdline* cl, void*) {
-  g_prompt->daemon().clear_stats();
-  cmdline_printf(cl, "stats cleared\n");
+  say_broadcast(cl, g_prompt->daemon().clear_stats(), "stats cleared",
+                "plane and drop counters not cleared");
 }
 
 cmdline_parse_token_string_t t_clear = TOKEN_STRING_INITIALIZER(ClearResult, clear, "clear");

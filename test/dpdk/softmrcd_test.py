@@ -11,6 +11,8 @@
   demo                         scripts/demo.sh's run of config/softmrcd/demo.yaml:
                                plane 2 fails and returns, plane 3 trims
   interactive                  the prompt, fed on stdin: every command 'help' lists
+  interactive_errors           the prompt's refusals: start with no traffic, a
+                               command its lcore's full ring did not take
   sigterm                      SIGTERM mid-transfer: in-flight work completes
   sigterm_flush                the same with no drain time: it is flushed
   sigterm_stale_snapshot       SIGTERM before any snapshot shows the transfer:
@@ -1356,6 +1358,44 @@ def case_interactive(args):
     check('stopping (quit)' in out and 'softmrcd: PASS' in out, 'no clean quit', out)
     check(re.search(r'softmrcd: t=[\d.]+s link 0 plane 1 loss 0.25$', out, re.M),
           'the link did not apply the loss', out)
+
+
+
+def case_interactive_errors(args):
+    """The prompt's refusals: start and stop with no traffic configured, and
+    commands that did not reach every endpoint's lcore (its command ring
+    full) said to have failed there rather than to have worked."""
+    cfg = two_endpoints()
+    del cfg['traffic']
+    # The lcore shares the control thread's CPU: a burst of commands typed at
+    # once fills its command ring (64) before it runs to drain it.
+    eal = ['--lcores', '0@0,1@0'] + EAL[2:]
+    d = Daemon(args, 'interactive_errors', cfg, stdin=subprocess.PIPE, eal=eal).start(
+        ['-i', '--log-interval-ms', '0'])
+
+    def send(text):
+        d.proc.stdin.write((text + '\n').encode())
+        d.proc.stdin.flush()
+
+    try:
+        for word in ('start', 'stop'):
+            send(word)
+            d.read_until(f'^error: no traffic to {word}: the configuration has no flow from or '
+                         'to an endpoint hosted here$')
+        burst = 400
+        send('\n'.join(['clear stats'] * burst) + '\nno-such-command')
+        d.read_until('Command not found')
+        replies = [l for l in d.lines if l.startswith(('stats cleared', 'error: plane'))]
+        missed = [l for l in replies if l != 'stats cleared']
+        check(len(replies) == burst and missed and all(
+            re.fullmatch(r"error: plane and drop counters not cleared on 'a', 'b': command ring "
+                         r"full \(its lcore is behind\); try again", l) for l in missed),
+              f'{len(replies)} replies, {len(missed)} refusals: {set(missed)}', d.output())
+        check('traffic started' not in d.output(), 'start said it started', d.output())
+        code = d.quit()
+    finally:
+        d.kill()
+    check(code == 0, f'exit status {code}', d.output())
 
 
 # (case, config change, expected message after "softmrcd: <file>: ", doc template)
