@@ -36,9 +36,14 @@ const QpStats* named_qp(Daemon& d, const std::vector<EndpointSnapshot>& snaps,
                         uint32_t* first, std::string* err) {
   std::vector<std::string> rest = args;
   *index = 0;
+  uint32_t number = 0;
   if (!rest.empty() && d.find_endpoint(rest[0]) != nullptr) {
     *index = static_cast<int>(d.find_endpoint(rest[0])->index());
     rest.erase(rest.begin());
+  } else if (!rest.empty() && !parse_u32(rest[0], &number)) {
+    // Not a QPN: meant as an endpoint's name.
+    *err = "no endpoint named '" + rest[0] + "'";
+    return nullptr;
   } else if (d.endpoints().size() != 1) {
     *err = "name the endpoint first: <endpoint>,<qpn>";
     return nullptr;
@@ -334,6 +339,10 @@ bool make_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, const st
   out->clear();
   int only = -1;
   if (what == "endpoints") {
+    if (!args.empty() && !args[0].empty()) {
+      *err = "endpoints takes no endpoint: expected [,<first>]";
+      return false;
+    }
     endpoints_report(d, snaps, out);
   } else if (what == "ports") {
     if (!endpoint_arg(d, args, &only, err)) return false;

@@ -880,8 +880,20 @@ def case_telemetry(args):
             k[len('a_to_b_'):] for k in links['link0/0'] if k.startswith('a_to_b_drop_')})
         qps = t.query('/softmrc/qps')
         check(sorted(qps) == ['a/1', 'a/2', 'b/1', 'b/2'], f'/softmrc/qps: {qps}')
+        # A word where the endpoint goes is a name that is wrong; a number, a
+        # QPN without its endpoint.
         bad = t.query('/softmrc/qp,zz,1')
-        check(bad == {'error': 'name the endpoint first: <endpoint>,<qpn>'}, f'bad qp: {bad}')
+        check(bad == {'error': "no endpoint named 'zz'"}, f'bad qp: {bad}')
+        bad = t.query('/softmrc/evs,zz,1,2')
+        check(bad == {'error': "no endpoint named 'zz'"}, f'bad evs: {bad}')
+        bad = t.query('/softmrc/qp,1')
+        check(bad == {'error': 'name the endpoint first: <endpoint>,<qpn>'}, f'qp,1: {bad}')
+        # /softmrc/endpoints pages ([,first]) but takes no endpoint.
+        bad = t.query('/softmrc/endpoints,zz')
+        check(bad == {'error': 'endpoints takes no endpoint: expected [,<first>]'},
+              f'endpoints,zz: {bad}')
+        eps = t.query('/softmrc/endpoints,,1')
+        check(list(eps) == ['b'], f'/softmrc/endpoints,,1: {eps}')
         bad = t.query('/softmrc/ports,zz')
         check(bad == {'error': "no endpoint named 'zz'"}, f'bad ports: {bad}')
         # Parameters of any bytes: every reply is JSON and its text printable
@@ -1392,6 +1404,9 @@ def case_interactive_errors(args):
                          r"full \(its lcore is behind\); try again", l) for l in missed),
               f'{len(replies)} replies, {len(missed)} refusals: {set(missed)}', d.output())
         check('traffic started' not in d.output(), 'start said it started', d.output())
+        # A wrong endpoint's name is not taken for a missing one.
+        send('show qp zz 1')
+        d.read_until("^error: no endpoint named 'zz'$")
         code = d.quit()
     finally:
         d.kill()
