@@ -245,7 +245,12 @@ void Link::apply(const LinkEvent& e, uint64_t now_ns) {
   bool links_follow = true;
   if (e.action == LinkAction::kDown || e.action == LinkAction::kUp) {
     const bool up = e.action == LinkAction::kUp;
-    if (hops_[e.plane * 2].emu.state().up == up) return;
+    if (hops_[e.plane * 2].emu.state().up == up) {
+      // Nothing to do, as for `ip link set down` twice; but said, as every
+      // other change is, so that whoever asked sees that it arrived.
+      log_change(e, up ? " (already up)" : " (already down)", now_ns);
+      return;
+    }
     links_follow = set_plane_up(e.plane, up, now_ns) || up;
   }
   for (uint32_t dir = 0; dir < 2; ++dir) {
@@ -277,8 +282,12 @@ void Link::apply(const LinkEvent& e, uint64_t now_ns) {
   if (was_in_service && !in_service(e.plane) &&
       trace_.mark(now_ns, static_cast<uint32_t>(faults_.size())))
     faults_.push_back(fault);
+  log_change(e, links_follow ? "" : " (the ports' links stay up)", now_ns);
+}
+
+void Link::log_change(const LinkEvent& e, const char* note, uint64_t now_ns) {
   std::printf("%s: t=%.3fs link %u plane %u %s%s\n", program_, now_ns / 1e9, index_, e.plane,
-              describe(e).c_str(), links_follow ? "" : " (the ports' links stay up)");
+              describe(e).c_str(), note);
   std::fflush(stdout);
 }
 

@@ -126,6 +126,8 @@ class Link {
   bool init(const HopEnd (&rx)[2][engine::kMaxPlanes], const HopEnd (&tx)[2][engine::kMaxPlanes],
             uint64_t snapshot_ms, std::string* err);
   void apply(const LinkEvent& e, uint64_t now_ns);
+  // The log line of a change: "<program>: t=... link L plane P <change><note>".
+  void log_change(const LinkEvent& e, const char* note, uint64_t now_ns);
   // Standalone: reads the link of the port `hop` receives from.
   void poll_port_link(Hop& hop, uint64_t now_ns);
   bool set_plane_up(uint32_t plane, bool up, uint64_t now_ns);

@@ -1404,6 +1404,11 @@ def case_interactive_errors(args):
                          r"full \(its lcore is behind\); try again", l) for l in missed),
               f'{len(replies)} replies, {len(missed)} refusals: {set(missed)}', d.output())
         check('traffic started' not in d.output(), 'start said it started', d.output())
+        # A plane set down twice: the second is a no-op, but logged.
+        send('set link 0 plane 0 down')
+        d.read_until(r'softmrcd: t=[\d.]+s link 0 plane 0 down$')
+        send('set link 0 plane 0 down')
+        d.read_until(r'softmrcd: t=[\d.]+s link 0 plane 0 down \(already down\)$')
         # A wrong endpoint's name is not taken for a missing one.
         send('show qp zz 1')
         d.read_until("^error: no endpoint named 'zz'$")
