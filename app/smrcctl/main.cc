@@ -7,6 +7,7 @@
 // the protocol and the exit codes below.
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -205,6 +206,8 @@ int main(int argc, char** argv) {
     } else if (a == "--socket" || a == "-s" || a == "--prefix" || a == "--reply-timeout-ms") {
       if (i + 1 == argc) return usage(a + " needs a value");
       const char* v = argv[++i];
+      // Else an empty --socket would be the default socket, unsaid.
+      if (*v == '\0') return usage(a + ": empty value");
       if (a == "--prefix") {
         prefix = v;
       } else if (a != "--reply-timeout-ms") {
@@ -274,6 +277,13 @@ int main(int argc, char** argv) {
                    socket_path.c_str());
       return kExitPermission;
     }
+    // A file or a directory refuses as a daemon that is gone would.
+    struct stat st {};
+    if (::stat(socket_path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
+      std::fprintf(stderr, "smrcctl: cannot connect to %s: not a socket (see --socket)\n",
+                   socket_path.c_str());
+      return kExitNoDaemon;
+    }
     std::fprintf(stderr, "smrcctl: cannot connect to %s: %s (is softmrcd running? see --socket)\n",
                  socket_path.c_str(), std::strerror(e));
     return kExitNoDaemon;
@@ -299,9 +309,11 @@ int main(int argc, char** argv) {
     return kExitNoReply;
   }
   if (got == Read::kEnd) {
-    std::fprintf(
-        stderr, "smrcctl: %s: %s\n", socket_path.c_str(),
-        sent ? "softmrcd closed the connection without a reply" : std::strerror(send_errno));
+    const std::string why = !buf.empty() ? "softmrcd closed the connection mid-reply, after " +
+                                               std::to_string(buf.size()) + " bytes"
+                            : sent ? "softmrcd closed the connection without a reply"
+                                   : std::strerror(send_errno);
+    std::fprintf(stderr, "smrcctl: %s: %s\n", socket_path.c_str(), why.c_str());
     return kExitNoDaemon;
   }
   if (const std::string why = reply_problem(line, &reply); !why.empty()) {
@@ -344,7 +356,11 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &sa, nullptr);
   std::fprintf(stderr, "smrcctl: following EV events of %s\n", socket_path.c_str());
   for (uint64_t n = 0; !g_stop && (follow_count == 0 || n < follow_count); ++n) {
-    if (read_line(fd, &buf, &line) != Read::kLine) return g_stop ? kExitOk : kExitNoDaemon;
+    if (read_line(fd, &buf, &line) != Read::kLine) {
+      if (g_stop) return kExitOk;
+      std::fprintf(stderr, "smrcctl: %s: softmrcd closed the connection\n", socket_path.c_str());
+      return kExitNoDaemon;
+    }
     Json ev;
     if (!softmrc::control::parse_json(line, &ev, &err) || ev.find("event") == nullptr) continue;
     if (json) {

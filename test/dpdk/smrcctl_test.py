@@ -880,6 +880,9 @@ def case_client(args):
         for words, message in (
                 (['--socket'], '--socket needs a value'),
                 (['--prefix'], '--prefix needs a value'),
+                # An empty --socket used to be the default socket.
+                (['--socket', '', 'dev', 'show'], '--socket: empty value'),
+                (['--prefix', '', 'dev', 'show'], '--prefix: empty value'),
                 (['--socket', path, 'events', '--count', '5'], '--count is for events --follow'),
                 (['--socket', path, 'events', '--follow', '--count'], '--count needs a value'),
                 (['--socket', path, 'events', '--follow', '--count', '0'], None),
@@ -903,6 +906,39 @@ def case_client(args):
         code, out, err = ctl.run('stats', 'follow', json_out=False)
         check(code == 0 and out == 'endpoint: follow\n', f'exit {code}, {out!r}, {err!r}')
     print('smrcctl\'s own options checked before sending')
+
+    # Ends of the connection that are not the protocol's, each said (exit 3).
+    with FakeDaemon(path, b'{"ok":true,"res'):
+        code, out, err = ctl.run('dev', 'show')
+        want = f'smrcctl: {path}: softmrcd closed the connection mid-reply, after 15 bytes\n'
+        check(code == EXIT_NO_DAEMON and err == want and out == '',
+              f'mid-reply: exit {code}, stdout {out!r}, stderr {err!r}, want {want!r}')
+    with FakeDaemon(path, b''):
+        code, out, err = ctl.run('dev', 'show')
+        want = f'smrcctl: {path}: softmrcd closed the connection without a reply\n'
+        check(code == EXIT_NO_DAEMON and err == want,
+              f'no reply: exit {code}, stderr {err!r}, want {want!r}')
+    # Following, a daemon that goes away used to end smrcctl with 3, unsaid.
+    with FakeDaemon(path, b'{"ok":true,"result":{"following":true}}\n' + event % 0):
+        code, out, err = ctl.run('events', '--follow')
+        want = (f'smrcctl: following EV events of {path}\n'
+                f'smrcctl: {path}: softmrcd closed the connection\n')
+        check(code == EXIT_NO_DAEMON and err == want and json.loads(out)['ev'] == 0,
+              f'following: exit {code}, stdout {out!r}, stderr {err!r}, want {want!r}')
+    # A path that is no socket used to be "Connection refused (is softmrcd running?)".
+    os.unlink(path)
+    plain = os.path.join(args.workdir, 'plain')
+    open(plain, 'w').close()
+    for not_socket in (plain, args.workdir):
+        code, _, err = Ctl(args, not_socket).run('dev', 'show')
+        want = f'smrcctl: cannot connect to {not_socket}: not a socket (see --socket)\n'
+        check(code == EXIT_NO_DAEMON and err == want,
+              f'{not_socket}: exit {code}, stderr {err!r}, want {want!r}')
+    code, _, err = Ctl(args, path).run('dev', 'show')
+    want = (f'smrcctl: cannot connect to {path}: No such file or directory (is softmrcd running? '
+            'see --socket)\n')
+    check(code == EXIT_NO_DAEMON and err == want, f'no socket: exit {code}, {err!r}')
+    print('a reply cut short, a daemon gone while following, a path that is no socket: exit 3, said')
 
     # A daemon that takes the request and never replies (SIGSTOPped, say).
     base = [args.smrcctl, '--socket', path]
