@@ -288,13 +288,14 @@ int main(int argc, char** argv) {
                  socket_path.c_str(), std::strerror(e));
     return kExitNoDaemon;
   }
-  signal(SIGPIPE, SIG_IGN);
 
   std::string request;
   for (const std::string& w : words) request += (request.empty() ? "" : " ") + w;
   request += "\n";
   // A refused peer may find the connection closed before its request is
-  // out; the refusal is still there to read.
+  // out; the refusal is still there to read. MSG_NOSIGNAL: SIGPIPE is left
+  // for standard output, whose reader going away (| head) ends smrcctl,
+  // following or not, as it ends other programs.
   const bool sent = ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
                     static_cast<ssize_t>(request.size());
   const int send_errno = errno;

@@ -940,6 +940,27 @@ def case_client(args):
     check(code == EXIT_NO_DAEMON and err == want, f'no socket: exit {code}, {err!r}')
     print('a reply cut short, a daemon gone while following, a path that is no socket: exit 3, said')
 
+    # Following into a reader that went away (| head -1) ends at the next
+    # event, by SIGPIPE as other programs end; it used to follow on, unread.
+    with FakeDaemon(path, b'{"ok":true,"result":{"following":true}}\n' + event % 0,
+                    hold=True) as f:
+        proc = subprocess.Popen([args.smrcctl, '--socket', path, '--json', 'events', '--follow'],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            first = proc.stdout.readline()
+            proc.stdout.close()
+            wait_for('the fake daemon to hold the connection', lambda: f.held, timeout=5)
+            f.held[0].sendall(event % 1)
+            code = proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = 'still following after 5 s'
+        finally:
+            proc.kill()
+            proc.wait()
+    check(json.loads(first)['ev'] == 0 and code == -signal.SIGPIPE,
+          f'| head -1: first {first!r}, exit {code}')
+    print('following into a closed pipe ends at the next event')
+
     # A daemon that takes the request and never replies (SIGSTOPped, say).
     base = [args.smrcctl, '--socket', path]
     with FakeDaemon(path, b'', hold=True):
