@@ -192,6 +192,9 @@ void on_word(void* r, cmdline* cl, void*) {
                    "error: no traffic to %s: the configuration has no flow from or to an "
                    "endpoint hosted here\n",
                    w.c_str());
+  } else if (w == "start" && d.phase() != Phase::kRun) {
+    // Stopping flows are ended for good: a start would do nothing.
+    cmdline_printf(cl, "error: softmrcd is stopping: no new traffic\n");
   } else if (w == "start") {
     say_broadcast(cl, d.start_traffic(), "traffic started", "traffic not started");
   } else if (w == "stop") {

@@ -13,6 +13,7 @@
   interactive                  the prompt, fed on stdin: every command 'help' lists
   interactive_errors           the prompt's refusals: start with no traffic, a
                                command its lcore's full ring did not take
+  interactive_stopping         'start' while a stop drains refused
   sigterm                      SIGTERM mid-transfer: in-flight work completes
   sigterm_flush                the same with no drain time: it is flushed
   sigterm_stale_snapshot       SIGTERM before any snapshot shows the transfer:
@@ -1418,7 +1419,31 @@ def case_interactive_errors(args):
     check(code == 0, f'exit status {code}', d.output())
 
 
-# (case, config change, expected message after "softmrcd: <file>: ", doc template)
+
+def case_interactive_stopping(args):
+    """'start' while a stop drains refused: the flows are ended for good."""
+    cfg = two_endpoints(shutdown={'drain_ms': 5000})
+    cfg['traffic'][0]['duration_ms'] = 0
+    d = Daemon(args, 'interactive_stopping', cfg, stdin=subprocess.PIPE).start(
+        ['-i', '--log-interval-ms', '0'])
+
+    def send(text):
+        d.proc.stdin.write((text + '\n').encode())
+        d.proc.stdin.flush()
+
+    try:
+        send('start')
+        d.read_until('^traffic started$')
+        # Nothing in flight completes: the drain lasts its 5 s.
+        for p in (0, 1):
+            send(f'set link 0 plane {p} blackhole on')
+            d.read_until(f'link 0 plane {p} set blackhole on')
+        d.proc.send_signal(signal.SIGINT)
+        d.read_until(r'stopping \(SIGINT\)')
+        send('start')
+        d.read_until('^error: softmrcd is stopping: no new traffic$')
+    finally:
+        d.kill()
 BAD_CONFIGS = [
     ('unknown_key', lambda c: c.update(mtu=1500), 'mtu: unknown key', '<key>: unknown key'),
     ('bad_mtu', lambda c: c.update(path_mtu=1500),
