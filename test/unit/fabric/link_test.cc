@@ -25,6 +25,12 @@ LinkConfig config(uint64_t buffer = kUnbounded, Overflow overflow = Overflow::kD
   return c;
 }
 
+// The first of the seeds a randomised test runs: FABRIC_SEED, else 1.
+uint64_t first_seed() {
+  const char* env = std::getenv("FABRIC_SEED");
+  return env != nullptr ? std::strtoull(env, nullptr, 0) : 1;
+}
+
 PacketMeta data(bool trimmable = true) {
   PacketMeta p;
   p.bytes = kPkt;
@@ -292,8 +298,7 @@ TEST(Link, SlowRatesKeepTheirPrecision) {
 // Gray loss: the share lost matches the configured rate, for several seeds
 // (each printed on failure), and the wire time of a lost packet is spent.
 TEST(Link, GrayLossDropsTheConfiguredShareAndStillUsesTheWire) {
-  const uint64_t base =
-      std::getenv("FABRIC_SEED") ? std::strtoull(std::getenv("FABRIC_SEED"), nullptr, 0) : 1;
+  const uint64_t base = first_seed();
   for (uint64_t seed = base; seed < base + 5; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed) + " (replay: FABRIC_SEED=" + std::to_string(seed) +
                  ")");
@@ -321,8 +326,7 @@ TEST(Link, GrayLossDropsTheConfiguredShareAndStillUsesTheWire) {
 // what the link does to the ICRC; never control packets (no payload) nor
 // trimmed ones (their payload is gone), nor packets the wire lost.
 TEST(Link, CorruptionMarksTheConfiguredShareOfDeliveredData) {
-  const uint64_t base =
-      std::getenv("FABRIC_SEED") ? std::strtoull(std::getenv("FABRIC_SEED"), nullptr, 0) : 1;
+  const uint64_t base = first_seed();
   for (uint64_t seed = base; seed < base + 5; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed) + " (replay: FABRIC_SEED=" + std::to_string(seed) +
                  ")");
