@@ -872,7 +872,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
         if (em & engine::kAttrEvProfile)
           for (uint32_t ev : prof.denied) (void)ep.set_ev_denied(qpn, ev, true, now);
         reset = to == engine::QpState::kReset;
-        if (reset) stage.drop_stashed(qpn);
+        if (reset) stage.drop_posted(qpn);
       });
       if (attaching && st != 0) profiles_->detach_qp(l.endpoint, qpn);
       if (st != 0) return refuse(rep, st, why);

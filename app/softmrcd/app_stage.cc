@@ -290,8 +290,17 @@ void AppStage::take_posted(engine::Endpoint& ep, uint32_t qpn) {
     take_sends(ep, qpn, *q, kQpBudget);
 }
 
-void AppStage::drop_stashed(uint32_t qpn) {
-  if (AppQp* q = qp(qpn)) q->stash_n = 0;
+void AppStage::drop_posted(uint32_t qpn) {
+  AppQp* q = qp(qpn);
+  if (q == nullptr) return;
+  q->stash_n = 0;
+  // The rings hold what was posted before the modify (the application
+  // writes them before it asks): none of it may reach the reset QP.
+  shm::WorkRequest drop[kQpBudget];
+  while (q->send_ring.dequeue_burst(drop, kQpBudget) != 0) {
+  }
+  while (q->recv_ring.dequeue_burst(drop, kQpBudget) != 0) {
+  }
 }
 
 uint64_t AppStage::outstanding(const engine::Endpoint& ep) const {

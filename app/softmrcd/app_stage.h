@@ -92,9 +92,11 @@ class AppStage {
   // Before a modify: what the application posted to the QP's ring before
   // asking for it (receives before RTR) goes to the engine first.
   void take_posted(engine::Endpoint& ep, uint32_t qpn);
-  // After a move to RESET: the Writes still waiting for room in the send
-  // queue are dropped with the rest of its work, without completions.
-  void drop_stashed(uint32_t qpn);
+  // After a move to RESET: what the application posted before it and the
+  // engine does not hold yet (Writes waiting for room in the send queue,
+  // descriptors still in the rings) is dropped with the rest of the QP's
+  // work, without completions.
+  void drop_posted(uint32_t qpn);
   uint64_t outstanding(const engine::Endpoint& ep) const;
   uint32_t flush(engine::Endpoint& ep, uint64_t now);
 
