@@ -8,14 +8,11 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
-#include <csignal>
 #include <cstdio>
 
 namespace softmrc::smrc_fabric {
 
 namespace {
-
-volatile std::sig_atomic_t g_signal = 0;
 
 constexpr uint64_t kControlTickMs = 10;
 constexpr uint32_t kMbufCache = 256;
@@ -33,15 +30,6 @@ std::string port_key(const FabricPort& p) {
 
 FabricProcess::~FabricProcess() {
   teardown();
-}
-
-void FabricProcess::on_signal(int sig) {
-  g_signal = sig;
-}
-
-const char* FabricProcess::stop_signal() {
-  if (g_signal == 0) return nullptr;
-  return g_signal == SIGINT ? "SIGINT" : "SIGTERM";
 }
 
 bool FabricProcess::setup(const FabricConfig& cfg, const Options& opt, std::string* err) {
@@ -156,8 +144,8 @@ int FabricProcess::run() {
   for (;;) {
     ::poll(nullptr, 0, static_cast<int>(kControlTickMs));
     now = clock_.now_ns();
-    if (stop_signal() != nullptr) {
-      why = stop_signal();
+    if (softmrcd::stop_signal() != nullptr) {
+      why = softmrcd::stop_signal();
       break;
     }
     if (now >= end) break;

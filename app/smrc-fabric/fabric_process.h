@@ -59,12 +59,6 @@ class FabricProcess {
   const std::vector<std::unique_ptr<softmrcd::Link>>& links() const { return links_; }
   const std::vector<FabricPort>& ports() const { return ports_; }
 
-  // SIGINT and SIGTERM, installed before anything is set up: run() stops at
-  // once on one that came during setup.
-  static void on_signal(int sig);
-  // "SIGINT" or "SIGTERM" once one arrived, else nullptr.
-  static const char* stop_signal();
-
  private:
   struct LcoreRoles {
     FabricProcess* process = nullptr;

@@ -129,13 +129,13 @@ int main(int argc, char** argv) {
     return 0;
   }
   // From here on, SIGINT and SIGTERM stop smrc-fabric cleanly, setup included.
-  softmrc::softmrcd::on_stop_signals(&FabricProcess::on_signal);
+  softmrc::softmrcd::catch_stop_signals();
   FabricConfig cfg;
   if (!load_config(opt.config, &cfg, &err)) {
     // A signal fails a blocking open (a FIFO's) with EINTR: a stop, not a bad file.
-    if (FabricProcess::stop_signal() == nullptr) return usage_error(err);
+    if (softmrc::softmrcd::stop_signal() == nullptr) return usage_error(err);
     std::printf("smrc-fabric: stopped (%s) while reading %s, before any setup\n",
-                FabricProcess::stop_signal(), opt.config.c_str());
+                softmrc::softmrcd::stop_signal(), opt.config.c_str());
     return 0;
   }
 
@@ -147,8 +147,8 @@ int main(int argc, char** argv) {
     FabricProcess fabric;
     if (!fabric.setup(cfg, opt, &err)) {
       // A signal may have failed a step on its own (EINTR): not the file's fault.
-      if (FabricProcess::stop_signal() != nullptr) {
-        std::printf("smrc-fabric: stopped (%s) during setup\n", FabricProcess::stop_signal());
+      if (softmrc::softmrcd::stop_signal() != nullptr) {
+        std::printf("smrc-fabric: stopped (%s) during setup\n", softmrc::softmrcd::stop_signal());
         status = 0;
       } else {
         std::fprintf(stderr, "smrc-fabric: %s: %s\n", cfg.path.c_str(), err.c_str());

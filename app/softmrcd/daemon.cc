@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cinttypes>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 
@@ -21,8 +20,6 @@
 namespace softmrc::softmrcd {
 
 namespace {
-
-volatile std::sig_atomic_t g_signal = 0;
 
 constexpr uint64_t kControlTickMs = 10;
 // Goodput after a plane failure is judged by a moving mean over this many
@@ -58,15 +55,6 @@ Daemon::Daemon() = default;
 
 Daemon::~Daemon() {
   teardown();
-}
-
-void Daemon::on_signal(int sig) {
-  g_signal = sig;
-}
-
-const char* Daemon::stop_signal() {
-  if (g_signal == 0) return nullptr;
-  return g_signal == SIGINT ? "SIGINT" : "SIGTERM";
 }
 
 EndpointTask* Daemon::find_endpoint(const std::string& name) {

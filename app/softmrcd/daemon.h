@@ -67,12 +67,6 @@ class Daemon {
   // Setup: a service the control thread serves from now on.
   void add_service(std::unique_ptr<ControlService> s) { services_.push_back(std::move(s)); }
 
-  // The handler of SIGINT and SIGTERM, installed before the EAL starts:
-  // it only raises a flag.
-  static void on_signal(int sig);
-  // "SIGINT" or "SIGTERM" once one arrived, else nullptr.
-  static const char* stop_signal();
-
  private:
   struct LcoreRoles {
     Daemon* daemon = nullptr;

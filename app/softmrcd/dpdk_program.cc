@@ -83,14 +83,29 @@ bool check_operands(int argc, char** argv, const std::string& config, const char
   return true;
 }
 
-void on_stop_signals(void (*handler)(int)) {
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+}
+
+}  // namespace
+
+void catch_stop_signals() {
   struct sigaction sa {};
-  sa.sa_handler = handler;
+  sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   sa.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &sa, nullptr);
+}
+
+const char* stop_signal() {
+  if (g_stop_signal == 0) return nullptr;
+  return g_stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
 }
 
 bool pick_worker_lcore(int wanted, const std::string& key, const char* program, int* out,

@@ -44,11 +44,15 @@ inline uint64_t log_interval_ns(int64_t option_ms, uint64_t config_ms) {
   return (option_ms >= 0 ? static_cast<uint64_t>(option_ms) : config_ms) * 1'000'000;
 }
 
-// SIGINT and SIGTERM call `handler` (which only raises a flag). SIGPIPE is
-// ignored: a write to a peer that went away (an application's pipe, a
-// memif peer that closed mid-handshake: memif writes without
-// MSG_NOSIGNAL) fails with EPIPE instead of ending the process.
-void on_stop_signals(void (*handler)(int));
+// From now on SIGINT and SIGTERM only raise a flag, read by stop_signal();
+// installed before the configuration is read, so that they stop a program
+// cleanly during setup too. SIGPIPE is ignored: a write to a peer that went
+// away (an application's pipe, a memif peer that closed mid-handshake:
+// memif writes without MSG_NOSIGNAL) fails with EPIPE instead of ending the
+// process.
+void catch_stop_signals();
+// "SIGINT" or "SIGTERM" once one arrived, else nullptr.
+const char* stop_signal();
 
 // The lcore for a role that wants `wanted` (kAnyLcore: the first worker).
 // False, with *err "EAL -l: ..." when there is no worker lcore at all, or

@@ -50,14 +50,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   // From here on, SIGINT and SIGTERM stop softmrcd cleanly, setup included.
-  on_stop_signals(&Daemon::on_signal);
+  catch_stop_signals();
   Config cfg;
   if (!load_config(opt.config, &cfg, &err)) {
     // A signal fails a blocking open (a FIFO's) with EINTR: a stop, not a bad
     // file. Whether traffic was due is unknown, so nothing counts as verified.
-    if (Daemon::stop_signal() == nullptr) return usage_error(err);
-    std::printf("softmrcd: stopped (%s) while reading %s, before any setup\n",
-                Daemon::stop_signal(), opt.config.c_str());
+    if (stop_signal() == nullptr) return usage_error(err);
+    std::printf("softmrcd: stopped (%s) while reading %s, before any setup\n", stop_signal(),
+                opt.config.c_str());
     return 1;
   }
 
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
     Daemon daemon;
     if (!daemon.setup(cfg, opt, &err)) {
       // A signal may have failed a step on its own (EINTR): not the file's fault.
-      if (Daemon::stop_signal() != nullptr)
+      if (stop_signal() != nullptr)
         status = daemon.setup_stopped();
       else
         std::fprintf(stderr, "softmrcd: %s: %s\n", cfg.path.c_str(), err.c_str());
