@@ -14,8 +14,8 @@
 // blackhole does: the end of one leaves the others in force; link_up and
 // switch_up bring links up whatever holds them down. Two gray, two
 // degrade, or two corrupt faults on one link at once would each set its
-// loss (rate, corruption), so add() refuses the second. An end falls before a start at the same
-// time.
+// loss (rate, corruption), so add() refuses the second. An end falls
+// before a start at the same time.
 //
 // Clock-free: the caller says what time it is.
 #pragma once
