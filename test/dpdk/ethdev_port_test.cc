@@ -1,23 +1,28 @@
 // The ethdev port driver on vdevs: net_null TX/RX smoke, a net_ring port
 // that loops frames back byte for byte, link state changes seen by
 // polling, the refusals (unknown device, multi-segment TX on a PMD
-// without it), and the farewell of a net_memif pair in this process. One
-// EAL for the whole binary (--no-huge, its own prefix).
+// without it), the farewell of a net_memif pair in this process, and the
+// unmap guard (an munmap on EAL's interrupt thread waits for the burst in
+// progress). One EAL for the whole binary (--no-huge, its own prefix).
 #include <gtest/gtest.h>
+#include <rte_alarm.h>
 #include <rte_eal.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include <sys/mman.h>
 #include <unistd.h>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
 
 #include "eal_environment.h"
 #include "port/ethdev/ethdev_port.h"
+#include "port/ethdev/unmap_guard.h"
 
 namespace softmrc::port {
 namespace {
@@ -296,6 +301,112 @@ TEST_F(MemifPair, FramesFlowAndFarewellsAreTakenOutOfBursts) {
   EXPECT_FALSE(server.peer_closing());
   EthdevPort* both[] = {&server, &client};
   EthdevPort::close_all(both);
+}
+
+// A page that EAL's interrupt thread unmaps (an alarm's callback runs
+// there, as memif's disconnect does), saying when it was done.
+class UnmapOnInterruptThread {
+ public:
+  UnmapOnInterruptThread() {
+    void* p = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(p, MAP_FAILED);
+    page_ = static_cast<volatile uint64_t*>(p);
+    *page_ = 7;
+  }
+  ~UnmapOnInterruptThread() {
+    if (!done_.load()) rte_eal_alarm_cancel(&UnmapOnInterruptThread::unmap, this);
+  }
+
+  void unmap_in(uint64_t us) { ASSERT_EQ(rte_eal_alarm_set(us, &unmap, this), 0); }
+  // Until the unmap is done (at most 5 s); false if it is not.
+  bool wait() {
+    for (int i = 0; i < 5000 && !done_.load(); ++i) usleep(1000);
+    return done_.load();
+  }
+  bool done() const { return done_.load(); }
+  std::chrono::steady_clock::time_point done_at() const { return done_at_; }
+  bool was_on_interrupt_thread() const { return on_interrupt_thread_; }
+  uint64_t read() const { return *page_; }
+
+ private:
+  static constexpr size_t kPage = 4096;
+
+  static void unmap(void* arg) {
+    auto* self = static_cast<UnmapOnInterruptThread*>(arg);
+    self->on_interrupt_thread_ = rte_thread_is_intr();
+    EXPECT_EQ(munmap(const_cast<uint64_t*>(self->page_), kPage), 0);
+    self->done_at_ = std::chrono::steady_clock::now();
+    self->done_.store(true);
+  }
+
+  volatile uint64_t* page_ = nullptr;
+  bool on_interrupt_thread_ = false;
+  std::chrono::steady_clock::time_point done_at_;
+  std::atomic<bool> done_{false};
+};
+
+// Reads `page` for `ms` milliseconds; fails if it was unmapped meanwhile.
+void keep_reading(const UnmapOnInterruptThread& page, int ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  uint64_t sum = 0;
+  while (std::chrono::steady_clock::now() < until) sum += page.read();
+  EXPECT_GT(sum, 0u);
+  EXPECT_FALSE(page.done()) << "unmapped under the burst";
+}
+
+// What a preempted burst on a memif link whose peer was killed sees: the
+// interrupt thread unmaps the link's memory. The unmap waits for the burst
+// to end, not for a burst inside it (an RX callback's TX) to end; without
+// the guard, the burst's reads fault.
+TEST(UnmapGuard, AnUnmapOnTheInterruptThreadWaitsForTheBurstInProgress) {
+  const uint64_t timeouts = unmap_guard::wait_timeouts();
+  UnmapOnInterruptThread page;
+  std::chrono::steady_clock::time_point burst_end;
+  {
+    const unmap_guard::Burst burst;
+    {
+      const unmap_guard::Burst inner;
+      page.unmap_in(1000);
+      keep_reading(page, 150);
+    }
+    keep_reading(page, 100);
+    burst_end = std::chrono::steady_clock::now();
+  }
+  ASSERT_TRUE(page.wait());
+  EXPECT_TRUE(page.was_on_interrupt_thread());
+  EXPECT_GE(page.done_at(), burst_end);
+  EXPECT_EQ(unmap_guard::wait_timeouts(), timeouts);
+}
+
+// Between bursts, or on a thread that is not the interrupt thread (the
+// burst's own: waiting would never end), an unmap does not wait.
+TEST(UnmapGuard, AnUnmapBetweenBurstsOrOffTheInterruptThreadDoesNotWait) {
+  const uint64_t timeouts = unmap_guard::wait_timeouts();
+  { const unmap_guard::Burst burst; }
+  UnmapOnInterruptThread page;
+  page.unmap_in(1000);
+  ASSERT_TRUE(page.wait());
+  EXPECT_TRUE(page.was_on_interrupt_thread());
+  {
+    const unmap_guard::Burst burst;
+    void* p = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    EXPECT_EQ(munmap(p, 4096), 0);
+  }
+  EXPECT_EQ(unmap_guard::wait_timeouts(), timeouts);
+}
+
+// A burst preempted for longer than the limit holds the interrupt thread
+// (every link's events) no longer: the unmap goes ahead, and is counted.
+TEST(UnmapGuard, ABurstOutlastingTheLimitIsWaitedForNoLonger) {
+  const uint64_t timeouts = unmap_guard::wait_timeouts();
+  UnmapOnInterruptThread page;
+  {
+    const unmap_guard::Burst burst;
+    page.unmap_in(1000);
+    EXPECT_TRUE(page.wait()) << "still waiting after 5 s";
+  }
+  EXPECT_EQ(unmap_guard::wait_timeouts(), timeouts + 1);
 }
 
 }  // namespace

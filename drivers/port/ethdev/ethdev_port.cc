@@ -332,6 +332,7 @@ bool EthdevPort::send_farewell(Farewell kind) {
   }
   const rte_ether_addr src = mac();
   write_farewell(kind, src.addr_bytes, frame);
+  const unmap_guard::Burst burst;
   if (rte_eth_tx_burst(port_id_, 0, &m, 1) == 1) return true;
   rte_pktmbuf_free(m);
   return false;

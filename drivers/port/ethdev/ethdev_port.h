@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "port/ethdev/farewell.h"
+#include "port/ethdev/unmap_guard.h"
 
 namespace softmrc::port {
 
@@ -90,15 +91,17 @@ class EthdevPort {
   bool rx_ipv4_checksum() const { return rx_ipv4_checksum_; }
 
   // No burst reaches a link the peer is closing (farewell.h), nor a port
-  // stopped to reconnect.
+  // stopped to reconnect; none is unmapped under (unmap_guard.h).
   uint16_t rx_burst(rte_mbuf** pkts, uint16_t n) {
     if (off_) [[unlikely]]
       return keep_off();
+    const unmap_guard::Burst burst;
     return rte_eth_rx_burst(port_id_, 0, pkts, n);
   }
   uint16_t tx_burst(rte_mbuf** pkts, uint16_t n) {
     if (off_) [[unlikely]]
       return keep_off();
+    const unmap_guard::Burst burst;
     return rte_eth_tx_burst(port_id_, 0, pkts, n);
   }
 

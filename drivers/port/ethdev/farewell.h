@@ -18,6 +18,8 @@
 // - A peer that does not answer (killed, hung, not softmrc) is waited for
 //   up to EthdevPort::kPeerCloseWaitUs; a link found down is closed after
 //   the interrupt thread had time to finish the disconnect.
+// - A peer that is killed says nothing; unmap_guard.h keeps the unmap its
+//   disconnect brings from landing under a burst.
 //
 // The frame (docs/wire-format.md): Ethernet II to the peer's port address
 // (broadcast: a memif link has one peer), EtherType 0x88B5 (IEEE 802 local
