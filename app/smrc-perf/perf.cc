@@ -195,6 +195,16 @@ bool Session::open(std::string* err) {
   } else {
     max_send_wr_ = std::min(std::max(p_.window, p_.signal_every) + 2, dev_.max_qp_wr);
   }
+  // Every QP's send and receive queues complete into one CQ each: a CQ
+  // smaller than their sum would overflow (and fail the QPs) mid-run.
+  for (const auto& [queue, per_qp] : {std::pair{"send", max_send_wr_}, {"receive", max_recv_wr_}}) {
+    if (uint64_t{per_qp} * p_.qps > dev_.max_cqe) {
+      *err = "--qps " + std::to_string(p_.qps) + " x " + std::to_string(per_qp) + " " + queue +
+             " queue entries need " + std::to_string(uint64_t{per_qp} * p_.qps) +
+             " completion queue entries; the device's CQs hold " + std::to_string(dev_.max_cqe);
+      return false;
+    }
+  }
   pd_ = smrc_alloc_pd(ctx_);
   if (pd_ == nullptr) {
     *err = api_error("alloc pd", errno);
@@ -204,11 +214,8 @@ bool Session::open(std::string* err) {
     *err = api_error("create completion channel", errno);
     return false;
   }
-  const auto cq_entries = [&](uint64_t per_qp) {
-    return static_cast<int>(std::min<uint64_t>(per_qp * p_.qps, dev_.max_cqe));
-  };
-  send_cq_ = smrc_create_cq(ctx_, cq_entries(max_send_wr_), nullptr, channel_);
-  recv_cq_ = smrc_create_cq(ctx_, cq_entries(max_recv_wr_), nullptr, channel_);
+  send_cq_ = smrc_create_cq(ctx_, static_cast<int>(max_send_wr_ * p_.qps), nullptr, channel_);
+  recv_cq_ = smrc_create_cq(ctx_, static_cast<int>(max_recv_wr_ * p_.qps), nullptr, channel_);
   if (send_cq_ == nullptr || recv_cq_ == nullptr) {
     *err = api_error("create cq", errno);
     return false;

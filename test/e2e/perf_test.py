@@ -28,7 +28,8 @@ and a client on daemon b. One --case per test:
   small_queue  daemons whose QPs take at most 100 Writes (limits.max_send_wr):
              write_lat runs (it sized its queue by write_bw's --window,
              so it could not), write_bw up to a window of 98, and one
-             over is refused with the device's limit
+             over is refused with the device's limit; so are more QPs
+             than one CQ can take the completions of
   timeout    runs longer than --timeout-ms that make progress succeed
              (write_bw, --bidir, write_lat); a silent peer, a server whose
              backlog is full, a client that sends only keep-alives, a
@@ -331,7 +332,16 @@ def case_small_queue(args):
         check(json.loads(client)['verified'], client)
         expect_fail(perf(args, 'write_bw', 'b', '-t', '99'), 1,
                     "smrc-perf: --window 99 is over the device's 98 outstanding Writes per QP")
-    with_daemons(args, body, {'limits': {'max_send_wr': 100}})
+        # One CQ takes every QP's completions: 656 QPs of 100 send entries
+        # are more than its 65536; 655 are not (their client then finds no
+        # server).
+        expect_fail(perf(args, 'write_bw', 'b', '-q', '656', '-t', '98', '-s', '4096'), 1,
+                    'smrc-perf: --qps 656 x 100 send queue entries need 65600 completion queue '
+                    "entries; the device's CQs hold 65536")
+        expect_fail(perf(args, 'write_bw', 'b', '-q', '655', '-t', '98', '-s', '4096',
+                         '--timeout-ms', '1000'), 1,
+                    'smrc-perf: cannot connect to ::1:')
+    with_daemons(args, body, {'limits': {'max_send_wr': 100, 'max_qps': 1024}})
 
 
 def send_hello(args, **fields):
