@@ -39,7 +39,7 @@ Status Endpoint::init(const EndpointConfig& cfg) {
   gone_timers_.init(cfg.max_qps);
   gone_.assign(cfg.max_qps, GoneNotice{});
   ctrl_.init(cfg.ctrl_queue_packets);
-  events_.init(cfg.event_queue);
+  events_.init(cfg.event_queue, cfg.max_qps);
   const uint64_t cq = cfg.completion_queue != 0
                           ? cfg.completion_queue
                           : uint64_t{cfg.max_qps} * (cfg.qp.max_send_wr + cfg.qp.max_recv_wr);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/counters.h"
+#include "engine/event_ring.h"
 #include "engine/memory_table.h"
 #include "engine/qp.h"
 #include "engine/qp_attr.h"
@@ -31,8 +32,8 @@ struct EndpointConfig {
   QpLimits qp;  // per-QP limits; qp.num_planes is taken from num_planes
   QpTuning tuning;
   uint32_t ctrl_queue_packets = 4096;  // ACKs, NACKs and probe replies awaiting poll_tx
-  uint32_t event_queue = 4096;
-  uint32_t completion_queue = 0;  // 0: enough for every QP's send and receive queues
+  uint32_t event_queue = 4096;         // and a slot per QP that only kQpError may take
+  uint32_t completion_queue = 0;       // 0: enough for every QP's send and receive queues
 };
 
 // What poll_tx sends per QP before moving to the next, for fairness.
@@ -164,7 +165,7 @@ class Endpoint {
   TimerHeap timers_;          // key: QPN - 1
   Ring<TxPacket> ctrl_;
   Ring<Completion> cq_;
-  Ring<Event> events_;
+  EventRing events_;
   bool cq_overflowing_ = false;  // see Sinks
   EndpointCounters counters_{};
   uint32_t local_planes_ = 0;

@@ -15,6 +15,7 @@
 
 #include "engine/cc/congestion_control.h"
 #include "engine/counters.h"
+#include "engine/event_ring.h"
 #include "engine/memory_table.h"
 #include "engine/path/ev_set.h"
 #include "engine/qp_attr.h"
@@ -46,7 +47,7 @@ inline constexpr uint32_t kMaxReorderMult = 16;
 struct Sinks {
   Ring<TxPacket>& ctrl;
   Ring<Completion>& cq;
-  Ring<Event>& events;
+  EventRing& events;
   bool& cq_overflowing;  // a completion was lost and none has fit since
   EndpointCounters& ep;
   MemoryTable& mem;

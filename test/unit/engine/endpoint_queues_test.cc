@@ -1,7 +1,7 @@
 // The endpoint's event and completion queues when the caller stops polling
 // them: what does not fit is counted (events_lost, cq_overflow: softmrcd's
-// /softmrc/drops), what fits is kept intact and in order, and polling
-// makes room for what comes next.
+// /softmrc/drops), what fits is kept intact and in order, polling makes
+// room for what comes next, and a QP's move to ERROR always fits.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -66,6 +66,25 @@ TEST(EventQueue, AQpsEventBeyondAFullQueueIsCountedAndLaterOnesArrive) {
   EXPECT_EQ(e[0].ev.ev, 1u);
   EXPECT_EQ(e[0].ev.new_state, EvState::kDenied);
   EXPECT_EQ(q.ep.counters().events_lost, 1u);
+}
+
+// The QP's move to ERROR is its caller's only word that it failed: a queue
+// full of other events still takes it (a slot per QP kept for that), and
+// still refuses the others.
+TEST(EventQueue, AQpErrorIsKeptWhenOtherEventsFillTheQueue) {
+  OneQp q(small_queues());
+  for (uint16_t id = 1; id <= kQueue + 1; ++id) q.ep.on_packet(probe_reply(id), 0, 0);
+  EXPECT_EQ(q.ep.counters().events_lost, 1u);
+  QpAttr error;
+  error.state = QpState::kError;
+  ASSERT_TRUE(q.ep.modify_qp(q.qpn, error, kAttrState, 0).ok());
+  q.ep.on_packet(probe_reply(9), 0, 0);
+  EXPECT_EQ(q.ep.counters().events_lost, 2u) << "the reply after the error";
+  const auto e = q.events();
+  ASSERT_EQ(e.size(), kQueue + 1);
+  EXPECT_EQ(reply_ids({e.begin(), e.begin() + kQueue}), (std::vector<uint16_t>{1, 2, 3, 4}));
+  EXPECT_EQ(e[kQueue].type, EventType::kQpError);
+  EXPECT_EQ(e[kQueue].qpn, q.qpn);
 }
 
 // Posts Writes of 100 bytes with wr_ids [first, first + n) and acknowledges
