@@ -881,6 +881,11 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
         profiles_->detach_qp(l.endpoint, qpn);
         cq.attached = false;
       }
+      if (reset) {  // as the engine's QP, it keeps no attribute
+        cq.ev_profile_id = cq.cc_profile_id = 0;
+        std::memset(cq.dgid, 0, sizeof(cq.dgid));
+        return;
+      }
       if (mask & SMRC_QP_EV_PROFILE) cq.ev_profile_id = w.ev_profile_id;
       if (mask & SMRC_QP_CC_PROFILE) cq.cc_profile_id = w.cc_profile_id;
       if (mask & SMRC_QP_AV) std::memcpy(cq.dgid, w.dgid, 16);

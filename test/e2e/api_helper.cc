@@ -471,8 +471,14 @@ void error_and_reset(Basic& b, const smrc_gid& peer) {
   expect(poll_one(b.cq, got, 300) == 0, "RESET completes nothing",
          static_cast<long>(got[0].wr_id * 100 + got[0].status));
   smrc_qp_attr q{};
-  expect(smrc_query_qp(qp, &q, 0, nullptr) == 0 && q.qp_state == SMRC_QPS_RESET,
-         "query_qp says RESET");
+  std::memset(&q, 0xff, sizeof(q));
+  static const uint8_t no_gid[16] = {};
+  // A reset QP keeps none of the attributes it was given (the peer's
+  // address and QP, its PSNs, its profiles).
+  expect(smrc_query_qp(qp, &q, 0, nullptr) == 0 && q.qp_state == SMRC_QPS_RESET &&
+             std::memcmp(&q.dgid, no_gid, 16) == 0 && q.dest_qp_num == 0 && q.sq_psn == 0 &&
+             q.rq_psn == 0 && q.ev_profile_id == 0 && q.cc_profile_id == 0,
+         "query_qp says RESET, with no attribute left");
   expect_err(smrc_destroy_qp(qp), 0, "destroy the QP");
 }
 
