@@ -110,6 +110,26 @@ TEST_F(FramerTest, APlaneWithAVlanTagsItsFramesWithItAndItsPriority) {
   EXPECT_EQ(v.t.opcode, wire::Opcode::kAck);
 }
 
+// A packet for a peer or plane the framer has no addresses for (the
+// endpoint itself, a peer index past the configured ones, a plane it does
+// not have) is dropped and counted in tx_no_peer, taking no mbuf with it.
+TEST_F(FramerTest, APacketForNoConfiguredPeerOrPlaneIsDroppedAndCounted) {
+  const unsigned free_before = rte_mempool_avail_count(kEal->pool);
+  const wire::WireEv default_path{};
+  DropCounters drops;
+  for (const auto& [peer, plane] : {std::pair{0u, 0}, {2u, 0}, {1u, 2}}) {
+    engine::TxPacket p;
+    p.peer = peer;
+    p.plane = static_cast<uint8_t>(plane);
+    p.wire_ev = &default_path;
+    p.t.opcode = wire::Opcode::kAck;
+    EXPECT_TRUE(frame_one(framer_, p, &drops).empty()) << "peer " << peer << " plane " << plane;
+  }
+  EXPECT_EQ(drops.other[size_t(Drop::kTxNoPeer)], 3u);
+  EXPECT_EQ(rte_mempool_avail_count(kEal->pool), free_before);
+  EXPECT_FALSE(frame_ack(1).empty()) << "the configured peer's frames still go";
+}
+
 TEST_F(FramerTest, AnUntaggedPlaneSendsUntaggedFrames) {
   const std::vector<uint8_t> f = frame_ack(1);
   ASSERT_GE(f.size(), 14u);
