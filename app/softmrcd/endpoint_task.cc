@@ -585,6 +585,7 @@ void EndpointTask::publish(uint64_t now) {
   EndpointSnapshot& s = snapshot_.back();
   s.at_ns = now;
   s.stopping = seen_phase_ != Phase::kRun;
+  s.drops = drops_;
   for (size_t p = 0; p < planes_.size(); ++p) {
     s.plane_state[p] = planes_[p].state;
     s.planes[p] = planes_[p].counters;
@@ -592,9 +593,9 @@ void EndpointTask::publish(uint64_t now) {
       const PortTaskCounters c = relay->counters();
       s.planes[p].port_rx_stalls = c.rx_stalls - planes_[p].relay_cleared.rx_stalls;
       s.planes[p].port_tx_link_down = c.tx_link_down - planes_[p].relay_cleared.tx_link_down;
+      s.drops.other[size_t(Drop::kTxPortLinkDown)] += s.planes[p].port_tx_link_down;
     }
   }
-  s.drops = drops_;
   s.engine = ep_.counters();
   s.txgen = txgen_.counters();
   s.txgen.in_flight = txgen_.in_flight();

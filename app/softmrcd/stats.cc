@@ -21,6 +21,8 @@ const char* drop_name(Drop d) {
       return "tx_plane_down";
     case Drop::kTxStalled:
       return "tx_stalled";
+    case Drop::kTxPortLinkDown:
+      return "tx_port_link_down";
     case Drop::kCount:
       break;
   }

@@ -20,14 +20,15 @@ namespace softmrc::softmrcd {
 // Packets the daemon drops before or after the engine, by reason. Parse
 // failures are counted by wire::ParseStatus.
 enum class Drop : uint8_t {
-  kRxNotForUs,   // parsed, but addressed to another IP than the plane's
-  kRxOtherVlan,  // parsed, but tagged with another VLAN than the plane's (or none)
-  kRxTooLong,    // longer than the largest frame the path MTU allows
-  kTxNoMbuf,     // mempool empty while framing
-  kTxBuild,      // the engine handed out a packet lib/wire cannot build
-  kTxNoPeer,     // a packet for a peer this endpoint has no addresses for
-  kTxPlaneDown,  // framed for a plane that went out of use, and its port refused it
-  kTxStalled,    // framed for a stalled port in use (tx_stall_us), beyond what it holds
+  kRxNotForUs,      // parsed, but addressed to another IP than the plane's
+  kRxOtherVlan,     // parsed, but tagged with another VLAN than the plane's (or none)
+  kRxTooLong,       // longer than the largest frame the path MTU allows
+  kTxNoMbuf,        // mempool empty while framing
+  kTxBuild,         // the engine handed out a packet lib/wire cannot build
+  kTxNoPeer,        // a packet for a peer this endpoint has no addresses for
+  kTxPlaneDown,     // framed for a plane that went out of use, and its port refused it
+  kTxStalled,       // framed for a stalled port in use (tx_stall_us), beyond what it holds
+  kTxPortLinkDown,  // freed by a port lcore because its port's link was down
   kCount,
 };
 const char* drop_name(Drop d);
