@@ -40,10 +40,13 @@
 extern "C" {
 #endif
 
-/* The API this header describes: (major << 16) | minor. A library accepts
- * an application built against the same major and a minor not above its
- * own; the daemon and the library agree on their own protocol version when
- * a device is opened (EPROTO if they do not). */
+/* The API this header describes: (major << 16) | minor. The library's
+ * soname carries the major (libsoftmrc.so.1), so an application is only
+ * ever loaded with a library of the major it was built for; the functions
+ * a minor adds come in a symbol version of their own (SOFTMRC_1.1, ...),
+ * so a library of an older minor that lacks them is refused at load time.
+ * The daemon and the library agree on their own protocol version when a
+ * device is opened (EPROTO if they do not). */
 #define SMRC_API_VERSION_MAJOR 1
 #define SMRC_API_VERSION_MINOR 0
 #define SMRC_API_VERSION ((SMRC_API_VERSION_MAJOR << 16) | SMRC_API_VERSION_MINOR)
