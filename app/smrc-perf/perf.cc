@@ -19,7 +19,7 @@ namespace softmrc::perf {
 namespace {
 
 constexpr uint32_t kMagic = 0x46504d53;  // "SMPF"
-constexpr uint32_t kVersion = 3;
+constexpr uint32_t kVersion = 4;
 // The test byte of a server's answer that refuses the client; a reason
 // (2-byte length, then text) follows instead of parameters.
 constexpr uint8_t kRefused = 0;
@@ -576,7 +576,7 @@ bool Session::run_bw(uint64_t size, BwResult* r, std::string* err) {
       std::memset(recv_area(q), 0, size);
       if (!post_recvs(q, 1, err)) return false;
     }
-    if (sends()) pattern::fill(send_area(q), size, q, size);
+    if (sends()) pattern::fill(send_area(q), size, stream(q, client()), size);
   }
   if (!sync(kReady, size, 0, nullptr, err)) return false;
   smrc_wc wc[32];
@@ -641,7 +641,7 @@ bool Session::run_bw(uint64_t size, BwResult* r, std::string* err) {
           *err = "qp " + std::to_string(q) + ": unexpected receive completion";
           return false;
         }
-        verified = verified && pattern::verify(recv_area(q), size, q, size);
+        verified = verified && pattern::verify(recv_area(q), size, stream(q, !client()), size);
       }
       left -= static_cast<uint32_t>(n);
     }
@@ -651,7 +651,7 @@ bool Session::run_bw(uint64_t size, BwResult* r, std::string* err) {
 
 bool Session::run_lat(uint64_t size, LatResult* r, std::string* err) {
   const uint32_t total = p_.warmup + p_.iters;
-  pattern::fill(send_area(0), size, 0, size);
+  pattern::fill(send_area(0), size, stream(0, client()), size);
   std::memset(recv_area(0), 0, size);
   if (!sync(kReady, size, 0, nullptr, err)) return false;
   r->size = size;
@@ -695,7 +695,7 @@ bool Session::run_lat(uint64_t size, LatResult* r, std::string* err) {
     }
   }
   std::sort(r->rtt_us.begin(), r->rtt_us.end());
-  const bool verified = pattern::verify(recv_area(0), size, 0, size);
+  const bool verified = pattern::verify(recv_area(0), size, stream(0, !client()), size);
   return agree(size, verified, err);
 }
 

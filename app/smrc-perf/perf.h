@@ -107,6 +107,10 @@ class Session {
   bool agree(uint64_t size, bool verified, std::string* err);
   uint8_t* send_area(uint32_t q) const;
   uint8_t* recv_area(uint32_t q) const;
+  // The pattern stream (lib/pattern) of QP q's Writes from the client, or
+  // from the server: the two directions differ, so bytes that reach the
+  // wrong side, or never leave their own, fail the check.
+  static uint64_t stream(uint32_t q, bool from_client) { return 2ull * q + (from_client ? 0 : 1); }
   bool post_write(uint32_t q, uint64_t size, bool with_imm, uint32_t imm, bool signaled,
                   uint64_t wr_id, std::string* err);
   bool post_recvs(uint32_t q, uint32_t n, std::string* err);

@@ -298,7 +298,7 @@ def case_window(args):
 
 def hello(gid=bytes(16), **fields):
     """A client's hello (without its length) with `fields` changed."""
-    f = dict(magic=0x46504d53, version=3, test_id=1, bidir=0, qps=1, min_size=64, max_size=64,
+    f = dict(magic=0x46504d53, version=4, test_id=1, bidir=0, qps=1, min_size=64, max_size=64,
              step_factor=2, iters=10, warmup=1, window=16, signal_every=16, timeout_ms=30000)
     f.update(fields)
     body = struct.pack('<IIBBIQQIIIII', *(f[k] for k in (
@@ -365,7 +365,7 @@ def send_hello(args, **fields):
     reason = None
     if len(answer) >= 15:
         n, magic, version, test, length = struct.unpack_from('<IIIBH', answer)
-        if (magic, version, test) == (0x46504d53, 3, 0) and n == len(answer) - 4 == 11 + length:
+        if (magic, version, test) == (0x46504d53, 4, 0) and n == len(answer) - 4 == 11 + length:
             reason = answer[15:].decode()
     return server.returncode, out, reason
 
@@ -377,8 +377,8 @@ def case_forged_hello(args):
         for fields, message in (
                 (dict(window=16, signal_every=64), '--signal-every 64 is over --window 16'),
                 (dict(test_id=7), "test 7 is not one of smrc-perf's"),
-                (dict(test_id=0), "the hello is not smrc-perf's exchange, version 3"),
-                (dict(version=2), "the hello is not smrc-perf's exchange, version 3"),
+                (dict(test_id=0), "the hello is not smrc-perf's exchange, version 4"),
+                (dict(version=3), "the hello is not smrc-perf's exchange, version 4"),
                 (dict(qps=4097), '--qps 4097 is not in 1..4096'),
                 (dict(max_size=(64 << 20) + 1), '--max-size 67108865 is not in 1..67108864'),
                 (dict(min_size=128), '--min-size 128 is over --max-size 64'),
