@@ -28,6 +28,11 @@ the shared EAL config that memif needs), and checks what both say.
   fabric_restart  a and b as memif clients of smrc-fabric, a transfer, both
                   stop (saying farewell to the fabric's ports); a second
                   pair on the same ports gets its transfer through too
+  fabric_endpoint_killed  a and b as memif clients of smrc-fabric, a
+                  transfer without end; one of them SIGKILLed (a, then b,
+                  twice each): no farewell, the fabric's memif servers lose
+                  their client under its lcore's bursts; the fabric keeps
+                  running, and a last pair gets its transfer through
   fabric_srv6     a and b as memif clients of smrc-fabric, 2 planes, in
                   SRv6 mode (the fabric's link ev_mode srv6, so its
                   planes route on and shift the uSID path), one path
@@ -595,6 +600,39 @@ def case_fabric_restart(args):
     for line in f.output().splitlines():
         if re.match(r'smrc-fabric: (link|t=[\d.]+s link 0 plane \d side)', line):
             print(f'fabric: {line}')
+
+
+def case_fabric_endpoint_killed(args):
+    planes = 2
+    endless = [{'from': 'a', 'to': 'b', 'qps': 1, 'op': 'wimm', 'size': 16384, 'window': 8}]
+    last = [dict(endless[0], messages=100)]
+    f, ports = start_fabric(args, '2p_killed_f', planes, {'rate_gbps': 1},
+                            {'snapshot_ms': 20, 'log_interval_ms': 0})
+    with around_fabric(f) as daemons:
+        for turn, victim in enumerate('abab'):
+            a = daemon(args, f'killed{turn}', 'a', ports['a'], endless).start()
+            daemons.append(a)
+            b = daemon(args, f'killed{turn}', 'b', ports['b'], endless).start()
+            daemons.append(b)
+            t = Telemetry(telemetry_socket(b.prefix))
+            wait_for(f'turn {turn}: b to verify messages',
+                     lambda: row(t, '/softmrc/stats', 'b')['txgen_verified'] > 0, timeout=20,
+                     output=both_output(a, b))
+            (a if victim == 'a' else b).kill()
+            # The other side's planes go with it, without a farewell.
+            time.sleep(0.3)
+            check(f.proc.poll() is None, f'turn {turn}: the fabric exited {f.proc.poll()} '
+                  f'when {victim} was killed')
+            (b if victim == 'a' else a).kill()
+            print(f'turn {turn}: {victim} killed mid-transfer, the fabric goes on')
+        a = daemon(args, 'killed_last', 'a', ports['a'], last).start()
+        daemons.append(a)
+        b = daemon(args, 'killed_last', 'b', ports['b'], last).start()
+        daemons.append(b)
+        check_done(a, b, *wait_both(a, b))
+        f.proc.send_signal(signal.SIGTERM)
+        code_f = f.wait(10)
+    check(code_f == 0, f'fabric exit status {code_f}', f.output())
 
 
 def good_fabric_config(planes=3):
