@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "wire/headers.h"
+#include "wire/icrc.h"
 #include "wire/packet.h"
 #include "wire/usid.h"
 
@@ -113,6 +114,7 @@ const char* EmulatedHop::init(const HopConfig& cfg) {
   if (cfg.delay_line_packets == 0) return "delay_line_packets: 0";
   cfg_ = cfg;
   link_.set_loss_rate(cfg.loss);
+  link_.set_corruption(cfg.corrupt, cfg.corrupt_icrc);
   rng_.reseed(cfg.seed);
   // Each class may hold the whole budget.
   data_.init(cfg.delay_line_packets);
@@ -183,6 +185,14 @@ void EmulatedHop::admit_one(rte_mbuf* m, uint64_t now_ns) {
   const uint32_t payload = f.data && !pm.trimmed && m->pkt_len > f.header_bytes + wire::kIcrcLen
                                ? m->pkt_len - f.header_bytes - wire::kIcrcLen
                                : 0;
+  // The model draws for any packet off the priority class; only data with
+  // a payload has a byte to change.
+  if (pm.corrupted != fabric::Corruption::kNone && payload != 0) {
+    if (m->nb_segs == 1)
+      corrupt(m, f.header_bytes, payload, pm.corrupted);
+    else
+      ++counters_.corrupt_skipped_chained;
+  }
   (pm.control || pm.trimmed ? priority_ : data_).push(Held{m, v.at_ns, payload});
   counters_.max_held_packets = std::max<uint64_t>(counters_.max_held_packets, held());
 }
@@ -212,6 +222,19 @@ bool EmulatedHop::trim(rte_mbuf* m) {
   m->data_len = static_cast<uint16_t>(len);
   m->pkt_len = static_cast<uint32_t>(len);
   return true;
+}
+
+// One payload byte changed to another value (as smrc-sim does), and with
+// kRecomputedIcrc a fresh ICRC over the frame as it now is.
+void EmulatedHop::corrupt(rte_mbuf* m, uint32_t header_bytes, uint32_t payload,
+                          fabric::Corruption how) {
+  uint8_t* frame = rte_pktmbuf_mtod(m, uint8_t*);
+  frame[header_bytes + rng_.below(payload)] ^= static_cast<uint8_t>(1 + rng_.below(255));
+  if (how == fabric::Corruption::kRecomputedIcrc)
+    wire::store_icrc(wire::packet_icrc({frame, header_bytes}, {frame + header_bytes, payload},
+                                       cfg_.srv6 ? wire::EvMode::kSrv6 : wire::EvMode::kUdp),
+                     frame + header_bytes + payload);
+  ++counters_.corrupted;
 }
 
 uint16_t EmulatedHop::take_due(uint64_t now_ns, rte_mbuf** out, uint32_t* payload) {
@@ -260,8 +283,15 @@ void EmulatedHop::set_rate_factor(double f, uint64_t now_ns) {
 }
 
 HopState EmulatedHop::state() const {
-  return HopState{link_.up(), link_.blackhole(), static_cast<uint32_t>(link_.blackholed_ev_count()),
-                  link_.loss_rate(), rate_factor_};
+  HopState s;
+  s.up = link_.up();
+  s.blackhole = link_.blackhole();
+  s.blackholed_evs = static_cast<uint32_t>(link_.blackholed_ev_count());
+  s.loss = link_.loss_rate();
+  s.rate_factor = rate_factor_;
+  s.corrupt = link_.corrupt_rate();
+  s.corrupt_icrc = link_.corruption();
+  return s;
 }
 
 HopCounters EmulatedHop::counters() const {

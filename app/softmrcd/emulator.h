@@ -20,8 +20,12 @@
 // the end of the run (counted apart), so that what a hop took adds up.
 //
 // Faults are calls between bursts: down/up, blackhole (the whole hop or
-// chosen EVs), random loss, rate factor. The EV a switch reads is the UDP
-// source port.
+// chosen EVs), random loss, rate factor, corruption. The EV a switch reads
+// is the UDP source port. Corruption flips one payload byte of a data
+// frame, leaving the ICRC stale (a bit error: the receiver drops the frame)
+// or computing a fresh one (a faulty switch: only an end-to-end check of
+// the bytes finds it). A chained frame is left whole and counted apart:
+// its payload may be the sender's registered memory, sent in place.
 //
 // DeliveryTrace keeps the payload a link delivered in short time bins and
 // captures the bins around a fault, for measure_recovery().
@@ -55,9 +59,11 @@ const char* hop_drop_name(HopDrop d);
 
 struct HopConfig {
   fabric::LinkConfig link;
-  double loss = 0;                    // probability per packet, [0, 1]
+  double loss = 0;     // probability per packet, [0, 1]
+  double corrupt = 0;  // probability per data packet, [0, 1]
+  fabric::Corruption corrupt_icrc = fabric::Corruption::kBadIcrc;
   uint32_t delay_line_packets = 512;  // frames held (queued or on the wire) at most
-  uint64_t seed = 1;                  // of the loss draws
+  uint64_t seed = 1;                  // of the loss and corruption draws
   // SRv6 uSID switches (wire/usid.h): a packet's EV is the active uSID of
   // its IPv6 destination, which the plane shifts down to the destination.
   bool srv6 = false;
@@ -69,6 +75,8 @@ struct HopCounters {
   uint64_t payload_bytes = 0;  // of the untrimmed data packets delivered
   uint64_t ce_marks = 0;
   uint64_t trims = 0;
+  uint64_t corrupted = 0;                // frames delivered with a payload byte changed
+  uint64_t corrupt_skipped_chained = 0;  // chained frames drawn for corruption, left whole
   std::array<uint64_t, size_t(fabric::DropReason::kCount)> drops{};  // the model's
   std::array<uint64_t, size_t(HopDrop::kCount)> hop_drops{};         // the emulator's
   uint64_t max_held_packets = 0;   // the deepest the delay line got
@@ -89,6 +97,8 @@ struct HopState {
   uint32_t blackholed_evs = 0;
   double loss = 0;
   double rate_factor = 1;
+  double corrupt = 0;
+  fabric::Corruption corrupt_icrc = fabric::Corruption::kBadIcrc;
 };
 
 class EmulatedHop {
@@ -130,6 +140,8 @@ class EmulatedHop {
   void set_ev_blackholed(uint32_t ev, bool on) { link_.set_ev_blackholed(ev, on); }
   void set_loss(double p) { link_.set_loss_rate(p); }
   void set_rate_factor(double f, uint64_t now_ns);
+  void set_corrupt(double p) { link_.set_corruption(p, link_.corruption()); }
+  void set_corrupt_icrc(fabric::Corruption how) { link_.set_corruption(link_.corrupt_rate(), how); }
   HopState state() const;
   // The model's own counters merged into the emulator's.
   HopCounters counters() const;
@@ -162,6 +174,7 @@ class EmulatedHop {
 
   void admit_one(rte_mbuf* m, uint64_t now_ns);
   bool trim(rte_mbuf* m);
+  void corrupt(rte_mbuf* m, uint32_t header_bytes, uint32_t payload, fabric::Corruption how);
   void free_held();
   uint16_t take_due(uint64_t now_ns, rte_mbuf** out, uint32_t* payload);
   void account_delivered(rte_mbuf** pkts, const uint32_t* payload, uint16_t sent, uint16_t n);

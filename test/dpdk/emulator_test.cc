@@ -2,14 +2,18 @@
 // delivery times, the priority class overtaking queued data, trimming and
 // CE marking of built frames (checked by parsing them again), EV
 // blackholes, loss, the delay line's bound, a hop going down, SRv6 paths
-// routed and consumed (an SRH's segment included); and the
-// goodput trace with the recovery measurement. One EAL for the binary.
+// routed and consumed (an SRH's segment included), payload corruption
+// under a stale or a recomputed ICRC; and the goodput trace with the
+// recovery measurement. One EAL for the binary.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <rte_eal.h>
 #include <rte_mbuf.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "eal_environment.h"
@@ -130,6 +134,24 @@ uint64_t serialise_ns(size_t bytes) {
 
 size_t drops(const EmulatedHop& hop, fabric::DropReason r) {
   return hop.counters().drops[size_t(r)];
+}
+
+// The first of the seeds a randomised test runs: EMULATOR_SEED, else 1.
+uint64_t first_seed() {
+  const char* env = std::getenv("EMULATOR_SEED");
+  return env != nullptr ? std::strtoull(env, nullptr, 0) : 1;
+}
+
+std::string seed_trace(uint64_t seed) {
+  return "seed " + std::to_string(seed) + " (replay: EMULATOR_SEED=" + std::to_string(seed) + ")";
+}
+
+// Where two frames of one length differ.
+std::vector<size_t> differences(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  std::vector<size_t> at;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    if (a[i] != b[i]) at.push_back(i);
+  return at;
 }
 
 TEST(EmulatedHop, DeliversAfterSerialisationAndDelay) {
@@ -330,6 +352,215 @@ TEST(EmulatedHop, LosesAboutTheConfiguredShare) {
   EXPECT_GT(lost, 120u);
   EXPECT_LT(lost, 280u);
   EXPECT_EQ(hop.counters().packets + lost, 2000u);
+}
+
+// A data frame's headers are all but its payload and ICRC.
+size_t header_len(const std::vector<uint8_t>& frame) {
+  return frame.size() - kPayload - wire::kIcrcLen;
+}
+
+// The data frames a corrupting hop is tried on: IPv4 and IPv6 on a plain
+// hop, and on an SRv6 hop a path (whose destination the ICRC leaves out,
+// and the hop shifts to the receiver's).
+struct CorruptionSetup {
+  bool srv6;
+  std::vector<FrameOptions> kinds;
+};
+const CorruptionSetup kSetups[] = {
+    {false, {{.ip = wire::IpVersion::kV4}, {}}},
+    {true, {{.srv6_address = "fcbb:bb00:c001:2::"}}},
+};
+
+// What the setup's frames look like once delivered uncorrupted.
+std::vector<uint8_t> delivered_whole(const CorruptionSetup& s, const FrameOptions& o) {
+  std::vector<uint8_t> f = build(o);
+  if (s.srv6) {
+    EXPECT_EQ(inet_pton(AF_INET6, "fcbb:bb00:2::",
+                        f.data() + sizeof(wire::EthHdr) + offsetof(wire::Ipv6Hdr, dst)),
+              1);
+  }
+  return f;
+}
+
+wire::ParseConfig parse_config_for(const CorruptionSetup& s) {
+  wire::ParseConfig pc;
+  if (s.srv6) pc.ev_mode = wire::EvMode::kSrv6;
+  return pc;
+}
+
+// Sends each of the setup's frames `rounds` times through `hop`, one at a
+// time, and returns what arrived, in order.
+std::vector<std::vector<uint8_t>> through(EmulatedHop& hop, const CorruptionSetup& s, int rounds) {
+  std::vector<std::vector<uint8_t>> out;
+  uint64_t now = 0;
+  for (int r = 0; r < rounds; ++r) {
+    for (const FrameOptions& o : s.kinds) {
+      rte_mbuf* m = mbuf_of(build(o));
+      hop.admit(&m, 1, now);
+      now += 100 * kUs;
+      Sink sink;
+      sink.take(hop, now);
+      EXPECT_EQ(sink.got.size(), 1u);
+      for (rte_mbuf* got : sink.got) out.push_back(bytes_of(got));
+    }
+  }
+  return out;
+}
+
+HopConfig corrupting(const CorruptionSetup& s, double p, fabric::Corruption how, uint64_t seed) {
+  HopConfig c = gbps1(0);
+  c.corrupt = p;
+  c.corrupt_icrc = how;
+  c.srv6 = s.srv6;
+  c.seed = seed;
+  return c;
+}
+
+// A bit error on the wire: one payload byte changed, the ICRC left as it
+// was, so the receiver's check refuses every such frame.
+TEST(EmulatedHop, CorruptionWithAStaleIcrcFailsTheIcrcCheck) {
+  const uint64_t base = first_seed();
+  for (uint64_t seed = base; seed < base + 3; ++seed) {
+    for (const CorruptionSetup& s : kSetups) {
+      SCOPED_TRACE(seed_trace(seed) + (s.srv6 ? ", SRv6" : ""));
+      EmulatedHop hop;
+      ASSERT_EQ(hop.init(corrupting(s, 1, fabric::Corruption::kBadIcrc, seed)), nullptr);
+      const auto got = through(hop, s, 20);
+      ASSERT_EQ(got.size(), 20 * s.kinds.size());
+      std::set<size_t> places;  // the byte is drawn, not always the same one
+      for (size_t i = 0; i < got.size(); ++i) {
+        const std::vector<uint8_t> whole = delivered_whole(s, s.kinds[i % s.kinds.size()]);
+        ASSERT_EQ(got[i].size(), whole.size()) << i;
+        const std::vector<size_t> at = differences(got[i], whole);
+        ASSERT_EQ(at.size(), 1u) << i;
+        EXPECT_GE(at[0], header_len(whole)) << i;
+        EXPECT_LT(at[0], header_len(whole) + kPayload) << i;
+        places.insert(at[0] - header_len(whole));
+        wire::PacketView v;
+        EXPECT_EQ(wire::parse(got[i], parse_config_for(s), &v), wire::ParseStatus::kBadIcrc) << i;
+      }
+      EXPECT_GT(places.size(), 1u);
+      EXPECT_EQ(hop.counters().corrupted, got.size());
+      EXPECT_EQ(hop.counters().corrupt_skipped_chained, 0u);
+    }
+  }
+}
+
+// A faulty switch: one payload byte changed under a fresh ICRC, so the
+// frame parses and only its bytes show it.
+TEST(EmulatedHop, CorruptionWithARecomputedIcrcParses) {
+  const uint64_t base = first_seed();
+  for (uint64_t seed = base; seed < base + 3; ++seed) {
+    for (const CorruptionSetup& s : kSetups) {
+      SCOPED_TRACE(seed_trace(seed) + (s.srv6 ? ", SRv6" : ""));
+      EmulatedHop hop;
+      ASSERT_EQ(hop.init(corrupting(s, 1, fabric::Corruption::kRecomputedIcrc, seed)), nullptr);
+      const auto got = through(hop, s, 20);
+      ASSERT_EQ(got.size(), 20 * s.kinds.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        const std::vector<uint8_t> whole = delivered_whole(s, s.kinds[i % s.kinds.size()]);
+        const std::vector<size_t> at = differences(got[i], whole);
+        const size_t icrc_at = whole.size() - wire::kIcrcLen;
+        ASSERT_FALSE(at.empty()) << i;
+        EXPECT_GE(at[0], header_len(whole)) << i;
+        EXPECT_LT(at[0], icrc_at) << i;
+        EXPECT_TRUE(at.size() == 1 || at[1] >= icrc_at) << i << ": one payload byte, then the ICRC";
+        wire::PacketView v;
+        ASSERT_EQ(wire::parse(got[i], parse_config_for(s), &v), wire::ParseStatus::kOk) << i;
+        EXPECT_EQ(v.payload_len, kPayload) << i;
+      }
+      EXPECT_EQ(hop.counters().corrupted, got.size());
+      EXPECT_EQ(hop.state().corrupt_icrc, fabric::Corruption::kRecomputedIcrc);
+    }
+  }
+}
+
+// Control packets have no payload, a probability of 0 changes nothing, and
+// the counter counts only what was changed.
+TEST(EmulatedHop, CorruptionLeavesControlPacketsAndAZeroProbabilityAlone) {
+  HopConfig c = gbps1(0);
+  c.corrupt = 1;
+  EmulatedHop hop;
+  ASSERT_EQ(hop.init(c), nullptr);
+  const std::vector<uint8_t> ack = build({.data = false});
+  Sink sink;
+  for (int i = 0; i < 50; ++i) {
+    rte_mbuf* m = mbuf_of(ack);
+    hop.admit(&m, 1, uint64_t(i) * 10 * kUs);
+  }
+  sink.take(hop, 1'000 * kUs);
+  ASSERT_EQ(sink.got.size(), 50u);
+  for (rte_mbuf* m : sink.got) EXPECT_EQ(bytes_of(m), ack);
+  EXPECT_EQ(hop.counters().corrupted, 0u);
+
+  hop.set_corrupt(0);
+  EXPECT_EQ(hop.state().corrupt, 0);
+  const std::vector<uint8_t> data = build({});
+  Sink data_sink;
+  for (int i = 0; i < 50; ++i) {
+    rte_mbuf* m = mbuf_of(data);
+    hop.admit(&m, 1, 2'000 * kUs + uint64_t(i) * 100 * kUs);
+  }
+  data_sink.take(hop, 10'000 * kUs);
+  ASSERT_EQ(data_sink.got.size(), 50u);
+  for (rte_mbuf* m : data_sink.got) EXPECT_EQ(bytes_of(m), data);
+  EXPECT_EQ(hop.counters().corrupted, 0u);
+
+  // At run time, both the share and the ICRC's fate.
+  hop.set_corrupt(1);
+  hop.set_corrupt_icrc(fabric::Corruption::kRecomputedIcrc);
+  rte_mbuf* m = mbuf_of(data);
+  hop.admit(&m, 1, 20'000 * kUs);
+  Sink on;
+  on.take(hop, 30'000 * kUs);
+  ASSERT_EQ(on.got.size(), 1u);
+  wire::PacketView v;
+  EXPECT_EQ(wire::parse(bytes_of(on.got[0]), wire::ParseConfig{}, &v), wire::ParseStatus::kOk);
+  EXPECT_FALSE(differences(bytes_of(on.got[0]), data).empty());
+  EXPECT_EQ(hop.counters().corrupted, 1u);
+}
+
+// Which frames and which bytes follow the seed: a run is reproducible.
+TEST(EmulatedHop, CorruptionFollowsTheSeed) {
+  const uint64_t base = first_seed();
+  for (uint64_t seed = base; seed < base + 3; ++seed) {
+    SCOPED_TRACE(seed_trace(seed));
+    const CorruptionSetup& s = kSetups[0];
+    EmulatedHop one, two, other;
+    ASSERT_EQ(one.init(corrupting(s, 0.3, fabric::Corruption::kBadIcrc, seed)), nullptr);
+    ASSERT_EQ(two.init(corrupting(s, 0.3, fabric::Corruption::kBadIcrc, seed)), nullptr);
+    ASSERT_EQ(other.init(corrupting(s, 0.3, fabric::Corruption::kBadIcrc, seed + 1000)), nullptr);
+    const auto a = through(one, s, 150);
+    EXPECT_EQ(a, through(two, s, 150));
+    EXPECT_NE(a, through(other, s, 150));
+    size_t changed = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const size_t n = differences(a[i], build(s.kinds[i % s.kinds.size()])).size();
+      EXPECT_LE(n, 1u) << i;
+      changed += n;
+    }
+    EXPECT_EQ(one.counters().corrupted, changed);
+    // 30% of 300: mean 90, sd 8; allow 5 sd.
+    EXPECT_NEAR(double(changed), 90, 40);
+  }
+}
+
+// A chained frame's payload may be the sender's own memory, sent in place:
+// it is left whole, and counted apart.
+TEST(EmulatedHop, CorruptionLeavesChainedFramesWholeAndCountsThem) {
+  HopConfig c = gbps1(0);
+  c.corrupt = 1;
+  EmulatedHop hop;
+  ASSERT_EQ(hop.init(c), nullptr);
+  const std::vector<uint8_t> frame = build({});
+  rte_mbuf* m = chained_mbuf_of(frame, static_cast<uint16_t>(header_len(frame)));
+  hop.admit(&m, 1, 0);
+  Sink sink;
+  sink.take(hop, 1'000 * kUs);
+  ASSERT_EQ(sink.got.size(), 1u);
+  EXPECT_EQ(bytes_of(sink.got[0]), frame);
+  EXPECT_EQ(hop.counters().corrupted, 0u);
+  EXPECT_EQ(hop.counters().corrupt_skipped_chained, 1u);
 }
 
 TEST(EmulatedHop, HoldsAtMostItsDelayLineAndFreesEverything) {
