@@ -94,7 +94,9 @@ struct LimitsSpec {
 // queue and wire of lib/fabric's link model.
 struct PlaneFabricSpec {
   fabric::LinkConfig link{.rate_mbps = 100'000, .overflow = fabric::Overflow::kTrim};
-  double loss = 0;  // probability per packet
+  double loss = 0;     // probability per packet
+  double corrupt = 0;  // probability per data packet
+  fabric::Corruption corrupt_icrc = fabric::Corruption::kBadIcrc;
 };
 
 enum class LinkDirection : uint8_t { kBoth, kAToB, kBToA };
@@ -107,7 +109,9 @@ enum class LinkAction : uint8_t {
   kBlackholeOff,
   kEvBlackholeOn,  // ev: the EV (UDP source port)
   kEvBlackholeOff,
-  kRateFactor,  // value: times the configured rate, (0, 1]
+  kRateFactor,   // value: times the configured rate, (0, 1]
+  kCorrupt,      // value: the probability per data packet
+  kCorruptIcrc,  // corruption: what becomes of a corrupted frame's ICRC
 };
 
 // A change to one plane of a link: from the schedule, at a time after the
@@ -118,6 +122,7 @@ struct LinkEvent {
   uint8_t plane = 0;
   LinkDirection direction = LinkDirection::kBoth;
   LinkAction action = LinkAction::kDown;
+  fabric::Corruption corruption = fabric::Corruption::kBadIcrc;
   uint32_t ev = 0;
   double value = 0;
 };
@@ -128,7 +133,7 @@ struct LinkEvent {
 struct LinkFabricSpec {
   std::vector<PlaneFabricSpec> planes;  // per plane
   uint32_t delay_line_packets = 512;    // per plane and direction
-  uint64_t seed = 1;                    // of the loss draws
+  uint64_t seed = 1;                    // of the loss and corruption draws
   std::vector<LinkEvent> schedule;      // sorted by time
   // What the schedule's times count from: the start of the process, or
   // the first frame the link receives (endpoints in other processes start

@@ -45,6 +45,11 @@ void read_plane_fabric(Map& m, PlaneFabricSpec* p) {
   m.choice("overflow", {{"drop", fabric::Overflow::kDrop}, {"trim", fabric::Overflow::kTrim}},
            &l.overflow);
   m.number("loss", 0, 1, &p->loss);
+  m.number("corrupt", 0, 1, &p->corrupt);
+  m.choice(
+      "corrupt_icrc",
+      {{"keep", fabric::Corruption::kBadIcrc}, {"recompute", fabric::Corruption::kRecomputedIcrc}},
+      &p->corrupt_icrc);
   if ((m.has("ecn_kib") || m.has("buffer_kib")) && l.ecn_threshold_bytes != fabric::kUnbounded &&
       l.buffer_bytes != fabric::kUnbounded && l.ecn_threshold_bytes >= l.buffer_bytes)
     fail(m.key("ecn_kib"), std::to_string(l.ecn_threshold_bytes >> 10) +

@@ -182,9 +182,9 @@ void read_path_mtu(Map& m, uint32_t* out);
 void read_ev_mode(Map& m, wire::EvMode* out);
 
 // The fabric keys of a link (rate_gbps, delay_us, buffer_kib, ecn_kib,
-// priority_kib, overflow, loss, planes[], delay_line_packets, seed,
-// schedule_from, schedule[]) from the link's map `m`, for `num_planes`
-// planes.
+// priority_kib, overflow, loss, corrupt, corrupt_icrc, planes[],
+// delay_line_packets, seed, schedule_from, schedule[]) from the link's map
+// `m`, for `num_planes` planes.
 void read_link_fabric(Map& m, uint32_t num_planes, LinkFabricSpec* out);
 
 // Parses `text` (named `name` in messages) and hands the root to `read`.

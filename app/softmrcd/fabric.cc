@@ -61,6 +61,10 @@ bool parse_double(const std::string& s, double lo, double hi, double* out) {
 
 }  // namespace
 
+const char* corrupt_icrc_name(fabric::Corruption how) {
+  return how == fabric::Corruption::kRecomputedIcrc ? "recompute" : "keep";
+}
+
 bool Link::create(const Config& cfg, uint32_t index, std::string* err) {
   const LinkSpec& spec = cfg.links[index];
   spec_ = spec.fabric;
@@ -153,6 +157,8 @@ bool Link::init(const HopEnd (&rx)[2][engine::kMaxPlanes],
       HopConfig hc;
       hc.link = spec_.planes[p].link;
       hc.loss = spec_.planes[p].loss;
+      hc.corrupt = spec_.planes[p].corrupt;
+      hc.corrupt_icrc = spec_.planes[p].corrupt_icrc;
       hc.delay_line_packets = spec_.delay_line_packets;
       hc.seed = fabric::mix64(spec_.seed ^ (uint64_t{index_} << 32 | p << 1 | dir));
       hc.srv6 = spec_.srv6;
@@ -276,6 +282,12 @@ void Link::apply(const LinkEvent& e, uint64_t now_ns) {
       case LinkAction::kRateFactor:
         hop.set_rate_factor(e.value, now_ns);
         break;
+      case LinkAction::kCorrupt:
+        hop.set_corrupt(e.value);
+        break;
+      case LinkAction::kCorruptIcrc:
+        hop.set_corrupt_icrc(e.corruption);
+        break;
     }
   }
   ++plane_events_;
@@ -395,6 +407,12 @@ std::string describe(const LinkEvent& e) {
     case LinkAction::kRateFactor:
       std::snprintf(buf, sizeof(buf), "rate_factor %g", e.value);
       break;
+    case LinkAction::kCorrupt:
+      std::snprintf(buf, sizeof(buf), "corrupt %g", e.value);
+      break;
+    case LinkAction::kCorruptIcrc:
+      std::snprintf(buf, sizeof(buf), "corrupt_icrc %s", corrupt_icrc_name(e.corruption));
+      break;
   }
   std::string s = buf;
   if (e.direction != LinkDirection::kBoth)
@@ -437,6 +455,20 @@ bool parse_link_change(const std::string& what, const std::string& value,
       return false;
     }
     e.action = LinkAction::kRateFactor;
+  } else if (what == "corrupt") {
+    if (!parse_double(value, 0, 1, &e.value)) {
+      *err = "corrupt '" + value + "' is not a probability 0..1";
+      return false;
+    }
+    e.action = LinkAction::kCorrupt;
+  } else if (what == "corrupt_icrc") {
+    if (value != "keep" && value != "recompute") {
+      *err = "corrupt_icrc '" + value + "' is not keep or recompute";
+      return false;
+    }
+    e.corruption =
+        value == "keep" ? fabric::Corruption::kBadIcrc : fabric::Corruption::kRecomputedIcrc;
+    e.action = LinkAction::kCorruptIcrc;
   } else if (what == "blackhole") {
     if (value != "on" && value != "off") {
       *err = "blackhole '" + value + "' is not on or off";
@@ -452,7 +484,9 @@ bool parse_link_change(const std::string& what, const std::string& value,
     e.ev = static_cast<uint32_t>(ev);
     e.action = what == "blackhole_ev" ? LinkAction::kEvBlackholeOn : LinkAction::kEvBlackholeOff;
   } else {
-    *err = "'" + what + "' is not state, loss, blackhole, blackhole_ev, restore_ev or rate_factor";
+    *err = "'" + what +
+           "' is not state, loss, blackhole, blackhole_ev, restore_ev, rate_factor, corrupt or "
+           "corrupt_icrc";
     return false;
   }
   *out = e;
@@ -475,6 +509,8 @@ void link_rows(Link& l, Report* out) {
       r.num(k + "payload_bytes", h.payload_bytes);
       r.num(k + "ce_marks", h.ce_marks);
       r.num(k + "trims", h.trims);
+      r.num(k + "corrupted", h.corrupted);
+      r.num(k + "corrupt_skipped_chained", h.corrupt_skipped_chained);
       r.num(k + "drops", h.total_drops());
       for (size_t i = 1; i < h.drops.size(); ++i) {
         if (fabric::DropReason(i) == fabric::DropReason::kNoRoute) continue;  // no routing here
@@ -488,6 +524,8 @@ void link_rows(Link& l, Report* out) {
       r.num(k + "blackhole", st.blackhole);
       r.num(k + "blackholed_evs", st.blackholed_evs);
       r.text(k + "rate_factor", number_text(st.rate_factor));
+      r.text(k + "corrupt", number_text(st.corrupt));
+      r.text(k + "corrupt_icrc", corrupt_icrc_name(st.corrupt_icrc));
     }
     out->push_back(std::move(r));
   }
@@ -533,17 +571,22 @@ std::string link_status(const LinkSnapshot& s, const LinkSnapshot& before, uint6
   std::string line;
   char buf[96];
   for (size_t p = 0; p * 2 < s.hops.size(); ++p) {
-    uint64_t carried = 0, trims = 0, ce = 0, drops = 0;
-    bool blackhole = false;
-    double loss = 0, rate_factor = 1;
+    uint64_t carried = 0, trims = 0, ce = 0, drops = 0, corrupted = 0;
+    bool blackhole = false, recompute = false;
+    double loss = 0, rate_factor = 1, corrupt = 0;
     for (size_t h = p * 2; h < p * 2 + 2; ++h) {
       carried += s.hops[h].bytes - before.hops[h].bytes;
       trims += s.hops[h].trims - before.hops[h].trims;
       ce += s.hops[h].ce_marks - before.hops[h].ce_marks;
       drops += s.hops[h].total_drops() - before.hops[h].total_drops();
+      corrupted += s.hops[h].corrupted - before.hops[h].corrupted;
       blackhole = blackhole || s.states[h].blackhole || s.states[h].blackholed_evs != 0;
       loss = std::max(loss, s.states[h].loss);
       rate_factor = std::min(rate_factor, s.states[h].rate_factor);
+      if (s.states[h].corrupt > 0) {
+        corrupt = std::max(corrupt, s.states[h].corrupt);
+        recompute = recompute || s.states[h].corrupt_icrc == fabric::Corruption::kRecomputedIcrc;
+      }
     }
     if (!line.empty()) line += " | ";
     if (!(s.up_mask >> p & 1)) {
@@ -561,6 +604,7 @@ std::string link_status(const LinkSnapshot& s, const LinkSnapshot& before, uint6
     count("trims", trims);
     count("ce", ce);
     count("drops", drops);
+    count("corrupted", corrupted);
     if (blackhole) line += " blackhole";
     if (loss > 0) {
       std::snprintf(buf, sizeof(buf), " loss %g", loss);
@@ -568,6 +612,10 @@ std::string link_status(const LinkSnapshot& s, const LinkSnapshot& before, uint6
     }
     if (rate_factor < 1) {
       std::snprintf(buf, sizeof(buf), " rate x%g", rate_factor);
+      line += buf;
+    }
+    if (corrupt > 0) {
+      std::snprintf(buf, sizeof(buf), " corrupt %g%s", corrupt, recompute ? " recompute" : "");
       line += buf;
     }
   }
@@ -582,6 +630,8 @@ HopCounters sum_hops(const std::vector<HopCounters>& hops) {
     t.payload_bytes += h.payload_bytes;
     t.trims += h.trims;
     t.ce_marks += h.ce_marks;
+    t.corrupted += h.corrupted;
+    t.corrupt_skipped_chained += h.corrupt_skipped_chained;
     for (size_t i = 0; i < t.drops.size(); ++i) t.drops[i] += h.drops[i];
     for (size_t i = 0; i < t.hop_drops.size(); ++i) t.hop_drops[i] += h.hop_drops[i];
   }
@@ -604,7 +654,12 @@ std::string hop_totals(const HopCounters& c) {
                 "delivered %" PRIu64 " packets (%.1f MiB of payload), trimmed %" PRIu64
                 ", CE-marked %" PRIu64 ", dropped %" PRIu64,
                 c.packets, c.payload_bytes / 1048576.0, c.trims, c.ce_marks, c.total_drops());
-  return buf + reasons;
+  std::string corrupted;
+  if (c.corrupted != 0) corrupted = "; corrupted " + std::to_string(c.corrupted);
+  if (c.corrupt_skipped_chained != 0)
+    corrupted += "; " + std::to_string(c.corrupt_skipped_chained) +
+                 " chained frames drawn for corruption left whole";
+  return buf + reasons + corrupted;
 }
 
 }  // namespace softmrc::softmrcd

@@ -14,11 +14,12 @@
 //     side a, plane p: port RX --hop (p, a->b)--> port TX of side b
 //
 // Each hop has the plane's rate, delay, buffer, ECN threshold, overflow
-// policy and loss (links[].planes), and takes changes from the link's
-// schedule and from operators: a plane down (both hops drop everything
-// and both ports' links go down, as a cut cable would, where the PMD can
-// take a link down: net_ring and net_tap can, net_memif cannot), loss,
-// blackholes of the plane or of chosen EVs, a rate factor.
+// policy, loss and corruption (links[].planes), and takes changes from
+// the link's schedule and from operators: a plane down (both hops drop
+// everything and both ports' links go down, as a cut cable would, where
+// the PMD can take a link down: net_ring and net_tap can, net_memif
+// cannot), loss, blackholes of the plane or of chosen EVs, a rate factor,
+// corruption (operators only).
 //
 // The payload the link delivers is kept in bins of about half a base RTT;
 // when a plane fails, the bins around it are captured, and the daemon's
@@ -158,6 +159,9 @@ class Link {
   uint64_t next_snapshot_ns_ = 0;
   Published<LinkSnapshot> snapshot_;
 };
+
+// "keep" or "recompute": a corruption's ICRC as the keys spell it.
+const char* corrupt_icrc_name(fabric::Corruption how);
 
 // "loss 0.01", "ev 49160 blackholed": a change as the log and the prompt
 // show it.

@@ -216,7 +216,8 @@ void on_word(void* r, cmdline* cl, void*) {
         "set plane <endpoint> <plane> up|down  take a plane out of use, or back\n"
         "set link <link> plane <plane> up|down  fail or restore an in-process link's plane\n"
         "set link <link> plane <plane> loss <p> | blackhole on|off | blackhole_ev <ev> |\n"
-        "    restore_ev <ev> | rate_factor <f>  a fault on both directions of the plane\n"
+        "    restore_ev <ev> | rate_factor <f> | corrupt <p> | corrupt_icrc keep|recompute\n"
+        "                                      a fault on both directions of the plane\n"
         "clear stats                           zero the plane, drop and port counters\n"
         "quit                                  stop cleanly and exit\n");
   }
@@ -358,12 +359,14 @@ cmdline_parse_token_string_t t_setc_plane =
 cmdline_parse_token_num_t t_setc_pnum =
     TOKEN_NUM_INITIALIZER(SetLinkChangeResult, plane, RTE_UINT32);
 cmdline_parse_token_string_t t_setc_what = TOKEN_STRING_INITIALIZER(
-    SetLinkChangeResult, what, "loss#blackhole#blackhole_ev#restore_ev#rate_factor");
+    SetLinkChangeResult, what,
+    "loss#blackhole#blackhole_ev#restore_ev#rate_factor#corrupt#corrupt_icrc");
 cmdline_parse_token_string_t t_setc_value =
     TOKEN_STRING_INITIALIZER(SetLinkChangeResult, value, nullptr);
 const CommandSpec cmd_set_link_change = {
     on_set_link_change,
-    "set link <link> plane <plane> loss|blackhole|blackhole_ev|restore_ev|rate_factor <value>",
+    "set link <link> plane <plane> "
+    "loss|blackhole|blackhole_ev|restore_ev|rate_factor|corrupt|corrupt_icrc <value>",
     {&t_setc.hdr, &t_setc_link.hdr, &t_setc_num.hdr, &t_setc_plane.hdr, &t_setc_pnum.hdr,
      &t_setc_what.hdr, &t_setc_value.hdr},
 };

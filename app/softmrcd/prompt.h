@@ -9,7 +9,8 @@
 //   start | stop                      the traffic generator
 //   set plane <endpoint> <plane> up|down
 //   set link <link> plane <plane> up|down
-//   set link <link> plane <plane> loss|blackhole|blackhole_ev|restore_ev|rate_factor <value>
+//   set link <link> plane <plane> loss|blackhole|blackhole_ev|restore_ev|rate_factor|
+//                                 corrupt|corrupt_icrc <value>
 //   clear stats                       quit
 #pragma once
 

@@ -632,6 +632,22 @@ def case_fabric_control(args):
         row = grows(0, 'a_to_b_drop_loss', 'loss 0.2')
         check(row['a_to_b_loss'] == '0.2' and row['b_to_a_loss'] == '0.2', f'loss: {row}')
         t.query('/softmrc/fabric/set,0,0,loss,0')
+        # Corruption with a stale ICRC: frames corrupted, and refused by b.
+        reply = t.query('/softmrc/fabric/set,0,0,corrupt,0.2,a_to_b')
+        check(reply == {'link0/0': {'requested': 'corrupt 0.2 (a_to_b)'}}, f'corrupt: {reply}')
+        row = grows(0, 'a_to_b_corrupted', 'corrupt 0.2')
+        check(row['a_to_b_corrupt'] == '0.2' and row['b_to_a_corrupt'] == '0' and
+              row['a_to_b_corrupt_icrc'] == 'keep', f'corrupt: {row}')
+        t.query('/softmrc/fabric/set,0,0,corrupt,0')
+        # The ICRC's fate is a setting of its own (no frame corrupted here).
+        reply = t.query('/softmrc/fabric/set,0,1,corrupt_icrc,recompute')
+        check(reply == {'link0/1': {'requested': 'corrupt_icrc recompute'}},
+              f'corrupt_icrc: {reply}')
+        wait_for('corrupt_icrc recompute in /softmrc/links',
+                 lambda: plane_row(1)['b_to_a_corrupt_icrc'] == 'recompute', output=d.output())
+        check(plane_row(0)['a_to_b_corrupt'] == '0', f'corrupt not off: {plane_row(0)}')
+        drops = t.query('/softmrc/drops,b')['b']
+        check(drops['rx_bad_icrc'] > 0, f'b dropped no bad ICRC: {drops}')
         reply = t.query('/softmrc/fabric/set,0,1,blackhole,on,a_to_b')
         check(reply == {'link0/1': {'requested': 'blackhole on (a_to_b)'}}, f'blackhole: {reply}')
         row = grows(1, 'a_to_b_drop_blackhole', 'blackhole on')
@@ -655,8 +671,10 @@ def case_fabric_control(args):
         for params, error in [
             ('0,0,loss,2', "loss '2' is not a probability 0..1"),
             ('0,0,loss', 'expected <link>,<plane>,<what>,<value>[,<direction>]'),
-            ('0,0,jitter,1', "'jitter' is not state, loss, blackhole, blackhole_ev, restore_ev or "
-                             "rate_factor"),
+            ('0,0,jitter,1', "'jitter' is not state, loss, blackhole, blackhole_ev, restore_ev, "
+                             "rate_factor, corrupt or corrupt_icrc"),
+            ('0,0,corrupt,1.5', "corrupt '1.5' is not a probability 0..1"),
+            ('0,0,corrupt_icrc,fix', "corrupt_icrc 'fix' is not keep or recompute"),
             ('0,0,blackhole,maybe', "blackhole 'maybe' is not on or off"),
             ('0,0,state,down,a_to_b', 'a plane goes down or up in both directions'),
             ('0,0,loss,0.1,up', "direction 'up' is not both, a_to_b or b_to_a"),
@@ -679,7 +697,9 @@ def case_fabric_control(args):
     out = d.output()
     s = summary_counts(out)
     check(s['errors'] == 0 and s['mismatches'] == 0, f'errors: {s}', out)
-    for line in ['link 0 plane 0 loss 0.2', 'link 0 plane 1 blackhole on (a_to_b)',
+    for line in ['link 0 plane 0 loss 0.2', 'link 0 plane 0 corrupt 0.2 (a_to_b)',
+                 'link 0 plane 0 corrupt 0', 'link 0 plane 1 corrupt_icrc recompute',
+                 'link 0 plane 1 blackhole on (a_to_b)',
                  'link 0 plane 0 ev 49152 blackholed', 'link 0 plane 0 ev 49152 restored',
                  'link 0 plane 1 rate_factor 0.5']:
         check(re.search(r'softmrcd: t=[\d.]+s ' + re.escape(line) + '$', out, re.M),
@@ -727,14 +747,14 @@ class Telemetry:
 
 
 def check_documented_drops(args, command, keys):
-    """The drop counters of a report, `keys`, are those its row in
+    """The drop (and corruption) counters of a report, `keys`, are those its row in
     docs/daemon.md's telemetry table names, no more and no fewer: there each
     of the daemon's as `key`, and each wire::ParseStatus (rx_<status>) in
     docs/wire-format.md's "Parse results"."""
     with open(os.path.join(args.docs, 'daemon.md')) as f:
         row = next(line for line in f if line.startswith(f'| `{command}` |'))
     documented = {k for k in re.findall(r'`(\w+)`', row)
-                  if re.match(r'(rx|tx|engine|app|drop)_', k)}
+                  if re.match(r'(rx|tx|engine|app|drop)_|corrupt', k)}
     with open(os.path.join(args.docs, 'wire-format.md')) as f:
         table = f.read().split('## Parse results')[1].split('\n## ')[0]
     parse = {'rx_' + k for k in re.findall(r'^\| (\w+) \|', table, re.M)} - {'rx_Status'}
@@ -878,7 +898,8 @@ def case_telemetry(args):
         check(links['link0/0']['up'] == 1 and links['link0/1']['a_to_b_packets'] > 0,
               f'/softmrc/links: {links}')
         check_documented_drops(args, '/softmrc/links', {
-            k[len('a_to_b_'):] for k in links['link0/0'] if k.startswith('a_to_b_drop_')})
+            k[len('a_to_b_'):] for k in links['link0/0']
+            if k.startswith('a_to_b_drop_') or k.startswith('a_to_b_corrupt')})
         qps = t.query('/softmrc/qps')
         check(sorted(qps) == ['a/1', 'a/2', 'b/1', 'b/2'], f'/softmrc/qps: {qps}')
         # A word where the endpoint goes is a name that is wrong; a number, a
@@ -1330,6 +1351,12 @@ def case_interactive(args):
         row = d.read_until(r'\bb_to_a_loss=').string
         check(field(row, 'b_to_a_loss') == '0.25', row, d.output())
         send('set link 0 plane 1 loss 0', 'link 0 plane 1 set loss 0')
+        send('set link 0 plane 1 corrupt_icrc recompute',
+             'link 0 plane 1 set corrupt_icrc recompute', pause=0.3)
+        row = show('links', 'link0/1', r'\ba_to_b_corrupt_icrc=')
+        check(field(row, 'a_to_b_corrupt_icrc') == 'recompute', row, d.output())
+        send('set link 0 plane 1 corrupt_icrc keep', 'link 0 plane 1 set corrupt_icrc keep')
+        send('set link 0 plane 1 corrupt 2', "error: corrupt '2' is not a probability 0..1")
         send('set link 0 plane 1 rate_factor 2', "error: rate_factor '2' is not 0.001..1")
         def link_row(plane, cond):
             """Row link0/<plane> of `show links` once cond(row) holds."""
@@ -1555,6 +1582,12 @@ BAD_CONFIGS = [
      'links[0].rate_gbps: 0 is out of range 0.001..10000', '<n> is out of range <lo>..<hi>'),
     ('fabric_overflow', lambda c: c['links'][0].update(overflow='cut'),
      "links[0].overflow: 'cut' is not drop or trim", "'<value>' is not <choice> or <choice>"),
+    ('fabric_corrupt', lambda c: c['links'][0].update(corrupt=1.5),
+     'links[0].corrupt: 1.5 is out of range 0..1', '<n> is out of range <lo>..<hi>'),
+    ('fabric_corrupt_icrc',
+     lambda c: c['links'][0].update(planes=[{'plane': 1, 'corrupt_icrc': 'fix'}]),
+     "links[0].planes[0].corrupt_icrc: 'fix' is not keep or recompute",
+     "'<value>' is not <choice> or <choice>"),
     ('fabric_ecn', lambda c: c['links'][0].update(buffer_kib=32, ecn_kib=64),
      'links[0].ecn_kib: 64 is not below buffer_kib (32): no packet would be marked',
      '<n> is not below buffer_kib (<m>): no packet would be marked'),
