@@ -31,6 +31,10 @@
   fabric_impairments           the emulated fabric: rate, delay, random loss,
                                a slow plane that trims, a plane failure; every
                                byte verified, the counters show each of them
+  fabric_corruption            a link corrupting payload bytes: under a stale
+                               ICRC they are dropped and resent, every byte
+                               verified; under a recomputed one the byte
+                               check finds them and the run FAILs
   fabric_control               /softmrc/fabric/set changes a running link:
                                loss, blackholes, rate factor; counters move
   pdump                        dpdk-dumpcap, a secondary process, captures a
@@ -601,6 +605,63 @@ def case_fabric_impairments(args):
     check(m is not None and 0 < float(m.group(2)) <= 2.0, 'goodput above the fabric\'s rate', both)
     check(re.search(r'softmrcd: link 0 plane 2 down at t=[\d.]+s: ', out),
           'no goodput report for the plane failure', both)
+
+
+def corrupted(output, ep_line='softmrcd: link 0: '):
+    """What the summary says the link corrupted (0 when it says nothing)."""
+    m = re.search(re.escape(ep_line) + r'delivered .*; corrupted (\d+)', output)
+    return int(m.group(1)) if m else 0
+
+
+def receiver_drops(output, ep='b'):
+    m = re.search(rf'softmrcd: {ep}: sent .* dropped (\d+),', output)
+    check(m is not None, f'no summary line for {ep}', output)
+    return int(m.group(1))
+
+
+def case_fabric_corruption(args):
+    """A link that corrupts payload bytes. With a stale ICRC (keep) b drops
+    the frames as rx_bad_icrc, a resends them and every byte arrives right;
+    with a recomputed one b takes the wrong bytes and only the traffic
+    generator's byte check finds them: the run FAILs."""
+    cfg = two_endpoints()
+    cfg['links'][0].update({'corrupt': 0.03, 'corrupt_icrc': 'keep'})
+    cfg['traffic'][0]['duration_ms'] = 0  # until SIGTERM
+    d = Daemon(args, 'fabric_corruption_keep', cfg).start(['--log-interval-ms', '0'])
+    try:
+        t = Telemetry(telemetry_socket(d.prefix))
+        wait_for('b to verify messages and drop bad ICRCs', lambda: (
+            t.query('/softmrc/stats,b')['b']['txgen_verified'] > 100 and
+            t.query('/softmrc/drops,b')['b']['rx_bad_icrc'] > 0), timeout=15, output=d.output())
+        links = t.query('/softmrc/links')
+        check(sum(links[f'link0/{p}']['a_to_b_corrupted'] for p in (0, 1)) > 0 and
+              links['link0/0']['a_to_b_corrupt'] == '0.03' and
+              links['link0/0']['a_to_b_corrupt_icrc'] == 'keep', f'/softmrc/links: {links}')
+        # ACKs (b to a) carry no payload: never corrupted.
+        check(all(links[f'link0/{p}']['b_to_a_corrupted'] == 0 for p in (0, 1)),
+              f'ACKs corrupted: {links}')
+        d.proc.send_signal(signal.SIGTERM)
+        check(d.wait() == 0, 'exit status after SIGTERM', d.output())
+    finally:
+        d.kill()
+    out = d.output()
+    s = summary_counts(out)
+    check(s['verified'] > 0 and s['verified'] == s['completed'] == s['posted'] and
+          s['mismatches'] == 0 and s['errors'] == 0, f'keep: not every message verified: {s}', out)
+    n = corrupted(out)
+    check(n > 0 and receiver_drops(out) > 0, f'keep: {n} corrupted, b dropped none', out)
+    check(retransmitted(out, 'a') > 0, 'keep: a retransmitted nothing', out)
+
+    cfg['links'][0].update({'corrupt': 0.001, 'corrupt_icrc': 'recompute'})
+    cfg['traffic'][0]['duration_ms'] = 1000
+    code, out, err = Daemon(args, 'fabric_corruption_recompute', cfg).run()
+    both = out + err
+    check(code == 1 and 'softmrcd: FAIL' in out, f'recompute: exit status {code}', both)
+    s = summary_counts(out)
+    check(s['mismatches'] > 0 and 'has wrong bytes' in err, f'recompute: no mismatch: {s}', both)
+    # The fresh ICRC held: b dropped nothing, it took the wrong bytes.
+    check(corrupted(out) > 0 and receiver_drops(out) == 0,
+          f'recompute: {corrupted(out)} corrupted, b dropped {receiver_drops(out)}', both)
 
 
 def case_fabric_control(args):

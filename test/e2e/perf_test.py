@@ -23,6 +23,9 @@ and a client on daemon b. One --case per test:
              mode (application QPs on uSID paths the fabric routes on);
              b's Writes take seven-hop paths, six uSIDs in the address and
              one in an SRH, from an EV profile made with smrcctl
+  fabric_corrupt  the daemons as memif clients of smrc-fabric, whose planes
+             change payload bytes under a recomputed ICRC (a faulty switch):
+             write_bw's byte check finds them, both sides exit 1 saying so
   window     write_bw with --window under --signal-every: the interval is
              lowered to the window (with a note) and every size verifies
   small_queue  daemons whose QPs take at most 100 Writes (limits.max_send_wr):
@@ -75,7 +78,7 @@ QP = {'timeout': 14}
 
 
 CASES = ['bw_sizes', 'bw_64_qps', 'lat', 'errors', 'extbuf', 'fabric', 'fabric_srv6', 'window',
-         'timeout', 'modes', 'forged_hello', 'forged_answer', 'small_queue']
+         'timeout', 'modes', 'forged_hello', 'forged_answer', 'small_queue', 'fabric_corrupt']
 # How every run waits unless a case says otherwise.
 QUIET_EVENTS = ('--no-progress', '-e')
 
@@ -658,6 +661,51 @@ def case_fabric(args):
 
 def case_fabric_srv6(args):
     through_fabric(args, srv6=True)
+
+
+def case_fabric_corrupt(args):
+    """write_bw b -> a through smrc-fabric planes that corrupt a payload byte
+    of 5% of the data frames and recompute the ICRC: the daemons take the
+    frames, and only smrc-perf's check of the bytes finds the damage."""
+    link = {'rate_gbps': 1, 'corrupt': 0.05, 'corrupt_icrc': 'recompute'}
+    f, ports = start_fabric(args, f'perf_{args.case}_f', PLANES, link,
+                            {'snapshot_ms': 20, 'log_interval_ms': 0})
+    a = b = server = None
+    try:
+        cc = {'cc_profiles': {'default': {'algorithm': 'none'}}, 'tx_stall_us': 1_000_000}
+        a = start_daemon(args, 'a', QP, cc, ports['a'])
+        b = start_daemon(args, 'b', QP, cc, ports['b'])
+        # One size, 16 Writes of 64 KiB (64 frames each): a frame corrupted
+        # in one of them is all but certain.
+        server = subprocess.Popen(perf(args, 'write_bw', 'a', server=True),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        client = subprocess.run(perf(args, 'write_bw', 'b', '-m', '65536', '-s', '65536',
+                                     '-n', '16'),
+                                capture_output=True, text=True, timeout=60, check=False)
+        out_s, _ = server.communicate(timeout=30)
+        check(client.returncode == 1 and
+              'smrc-perf: 65536-byte messages: the peer found wrong bytes' in client.stderr,
+              f'client exit {client.returncode}: {client.stdout}{client.stderr}')
+        check(server.returncode == 1 and
+              'smrc-perf: 65536-byte messages: wrong bytes arrived here' in out_s,
+              f'server exit {server.returncode}: {out_s}')
+        # The fresh ICRC held: a dropped nothing.
+        drops = Telemetry(telemetry_socket(a.prefix)).query('/softmrc/drops,a')['a']
+        check(drops['total'] == 0, f'a dropped frames: {drops}')
+        stop(a, b)
+        f.proc.send_signal(signal.SIGTERM)
+        check(f.wait(10) == 0, 'the fabric did not exit 0')
+    except Failure as e:
+        raise Failure(str(e) + outputs(a, b) + '\n--- fabric ---\n' + f.output()) from None
+    finally:
+        if server and server.poll() is None:
+            server.kill()
+        stop(a, b)
+        f.kill()
+    hops = fabric_summary(f.output())
+    n = sum(hops[(p, 'b_to_a')].get('corrupted', 0) for p in range(PLANES))
+    check(n > 0, f'the fabric corrupted nothing: {hops}')
+    print(f'fabric: {n} frames corrupted; {hops}')
 
 
 # SRv6 format and EV profile 10: paths of seven hops, six uSIDs in the
