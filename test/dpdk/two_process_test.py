@@ -499,8 +499,8 @@ def case_fabric_memif(args):
             for r in t.query('/softmrc/links').values()), output=f.output())
         ports = t.query('/softmrc/fabric/ports')
         check(len(ports) == 2 * planes and all(
-            r['rx_packets'] > 0 and r['tx_packets'] > 0 and r['link_up'] == 1
-            for r in ports.values()), f'a port carried nothing: {ports}', f.output())
+            r['rx_packets'] > 0 and r['tx_packets'] > 0 and r['link_up'] == 1 and
+            r['unmap_guard_timeouts'] == 0 for r in ports.values()), f'a port carried nothing: {ports}', f.output())
         # Pages from `first`, as softmrcd's reports (one page holds these).
         check(list(t.query('/softmrc/fabric/ports,1')) == list(ports)[1:], 'ports from 1')
         bad = t.query('/softmrc/links,x')
