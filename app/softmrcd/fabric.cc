@@ -61,10 +61,6 @@ bool parse_double(const std::string& s, double lo, double hi, double* out) {
 
 }  // namespace
 
-const char* corrupt_icrc_name(fabric::Corruption how) {
-  return how == fabric::Corruption::kRecomputedIcrc ? "recompute" : "keep";
-}
-
 bool Link::create(const Config& cfg, uint32_t index, std::string* err) {
   const LinkSpec& spec = cfg.links[index];
   spec_ = spec.fabric;
@@ -411,7 +407,8 @@ std::string describe(const LinkEvent& e) {
       std::snprintf(buf, sizeof(buf), "corrupt %g", e.value);
       break;
     case LinkAction::kCorruptIcrc:
-      std::snprintf(buf, sizeof(buf), "corrupt_icrc %s", corrupt_icrc_name(e.corruption));
+      std::snprintf(buf, sizeof(buf), "corrupt_icrc %s",
+                    fabric::corruption_icrc_name(e.corruption));
       break;
   }
   std::string s = buf;
@@ -462,12 +459,14 @@ bool parse_link_change(const std::string& what, const std::string& value,
     }
     e.action = LinkAction::kCorrupt;
   } else if (what == "corrupt_icrc") {
-    if (value != "keep" && value != "recompute") {
+    if (value == fabric::corruption_icrc_name(fabric::Corruption::kBadIcrc)) {
+      e.corruption = fabric::Corruption::kBadIcrc;
+    } else if (value == fabric::corruption_icrc_name(fabric::Corruption::kRecomputedIcrc)) {
+      e.corruption = fabric::Corruption::kRecomputedIcrc;
+    } else {
       *err = "corrupt_icrc '" + value + "' is not keep or recompute";
       return false;
     }
-    e.corruption =
-        value == "keep" ? fabric::Corruption::kBadIcrc : fabric::Corruption::kRecomputedIcrc;
     e.action = LinkAction::kCorruptIcrc;
   } else if (what == "blackhole") {
     if (value != "on" && value != "off") {
@@ -525,7 +524,7 @@ void link_rows(Link& l, Report* out) {
       r.num(k + "blackholed_evs", st.blackholed_evs);
       r.text(k + "rate_factor", number_text(st.rate_factor));
       r.text(k + "corrupt", number_text(st.corrupt));
-      r.text(k + "corrupt_icrc", corrupt_icrc_name(st.corrupt_icrc));
+      r.text(k + "corrupt_icrc", fabric::corruption_icrc_name(st.corrupt_icrc));
     }
     out->push_back(std::move(r));
   }

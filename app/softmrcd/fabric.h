@@ -160,9 +160,6 @@ class Link {
   Published<LinkSnapshot> snapshot_;
 };
 
-// "keep" or "recompute": a corruption's ICRC as the keys spell it.
-const char* corrupt_icrc_name(fabric::Corruption how);
-
 // "loss 0.01", "ev 49160 blackholed": a change as the log and the prompt
 // show it.
 std::string describe(const LinkEvent& e);

@@ -89,6 +89,9 @@ enum class Corruption : uint8_t {
   kRecomputedIcrc,  // changed by a faulty switch that then computed a fresh ICRC:
                     // only an end-to-end check of the bytes finds it
 };
+// What becomes of a corrupted frame's ICRC as configurations spell it:
+// "keep" (kBadIcrc), "recompute"; "none" for kNone.
+const char* corruption_icrc_name(Corruption c);
 
 // What a queue needs to know about a packet, and what it did to it.
 struct PacketMeta {

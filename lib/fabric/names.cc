@@ -15,6 +15,18 @@ const char* overflow_name(Overflow o) {
   return "?";
 }
 
+const char* corruption_icrc_name(Corruption c) {
+  switch (c) {
+    case Corruption::kNone:
+      return "none";
+    case Corruption::kBadIcrc:
+      return "keep";
+    case Corruption::kRecomputedIcrc:
+      return "recompute";
+  }
+  return "?";
+}
+
 const char* drop_reason_name(DropReason r) {
   switch (r) {
     case DropReason::kNone:
