@@ -554,12 +554,14 @@ def case_pdump(args):
 
 
 def link_totals(output):
-    """The summary's line for link 0: delivered, trimmed, CE-marked, drops by reason."""
+    """The summary's line for link 0: delivered, trimmed, CE-marked, drops by
+    reason, corrupted (0 when the line names none)."""
     m = re.search(r'softmrcd: link 0: delivered (\d+) packets \(([\d.]+) MiB of payload\), '
-                  r'trimmed (\d+), CE-marked (\d+), dropped (\d+)(?: \((.*)\))?$', output, re.M)
+                  r'trimmed (\d+), CE-marked (\d+), dropped (\d+)(?: \((.*?)\))?'
+                  r'(?:; corrupted (\d+))?(?:; \d+ chained frames .*)?$', output, re.M)
     check(m is not None, 'no link summary', output)
     totals = {'packets': int(m.group(1)), 'trims': int(m.group(3)), 'ce_marks': int(m.group(4)),
-              'drops': int(m.group(5))}
+              'drops': int(m.group(5)), 'corrupted': int(m.group(7) or 0)}
     for item in (m.group(6) or '').split(', '):
         if item:
             reason, n = item.rsplit(' ', 1)
@@ -607,18 +609,6 @@ def case_fabric_impairments(args):
           'no goodput report for the plane failure', both)
 
 
-def corrupted(output, ep_line='softmrcd: link 0: '):
-    """What the summary says the link corrupted (0 when it says nothing)."""
-    m = re.search(re.escape(ep_line) + r'delivered .*; corrupted (\d+)', output)
-    return int(m.group(1)) if m else 0
-
-
-def receiver_drops(output, ep='b'):
-    m = re.search(rf'softmrcd: {ep}: sent .* dropped (\d+),', output)
-    check(m is not None, f'no summary line for {ep}', output)
-    return int(m.group(1))
-
-
 def case_fabric_corruption(args):
     """A link that corrupts payload bytes. With a stale ICRC (keep) b drops
     the frames as rx_bad_icrc, a resends them and every byte arrives right;
@@ -648,8 +638,8 @@ def case_fabric_corruption(args):
     s = summary_counts(out)
     check(s['verified'] > 0 and s['verified'] == s['completed'] == s['posted'] and
           s['mismatches'] == 0 and s['errors'] == 0, f'keep: not every message verified: {s}', out)
-    n = corrupted(out)
-    check(n > 0 and receiver_drops(out) > 0, f'keep: {n} corrupted, b dropped none', out)
+    n, (_, b_dropped) = link_totals(out)['corrupted'], frames_in(out)['b']
+    check(n > 0 and b_dropped > 0, f'keep: {n} corrupted, b dropped none', out)
     check(retransmitted(out, 'a') > 0, 'keep: a retransmitted nothing', out)
 
     cfg['links'][0].update({'corrupt': 0.001, 'corrupt_icrc': 'recompute'})
@@ -660,8 +650,8 @@ def case_fabric_corruption(args):
     s = summary_counts(out)
     check(s['mismatches'] > 0 and 'has wrong bytes' in err, f'recompute: no mismatch: {s}', both)
     # The fresh ICRC held: b dropped nothing, it took the wrong bytes.
-    check(corrupted(out) > 0 and receiver_drops(out) == 0,
-          f'recompute: {corrupted(out)} corrupted, b dropped {receiver_drops(out)}', both)
+    n, (_, b_dropped) = link_totals(out)['corrupted'], frames_in(out)['b']
+    check(n > 0 and b_dropped == 0, f'recompute: {n} corrupted, b dropped {b_dropped}', both)
 
 
 def case_fabric_control(args):
