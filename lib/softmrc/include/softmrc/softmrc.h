@@ -505,8 +505,9 @@ struct smrc_recv_wr {
  * below 0 or over 1, num_sge 1 with a NULL sg_list, inline, QP not in
  * RTS or ERR: in ERR, as in verbs, the daemon completes what is posted
  * with SMRC_WC_WR_FLUSH_ERR), EOPNOTSUPP (an opcode other than Write and
- * Write-with-Immediate), ENOMEM (the QP's send ring is full: it holds max_send_wr rounded up to a
- * power of two, requests the daemon has not taken yet), EIO (the send
+ * Write-with-Immediate), ENOMEM (the QP's send ring is full: it holds
+ * max_send_wr rounded up to a power of two, requests the daemon has not
+ * taken yet), EIO (the send
  * ring's consumer index in shared memory is impossible: something
  * overwrote it, and the ring takes nothing more), ENOTCONN. The SGE is
  * checked by the daemon, which completes a request outside the lkey's
