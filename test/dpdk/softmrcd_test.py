@@ -618,7 +618,8 @@ def case_fabric_corruption(args):
     cfg['links'][0].update({'corrupt': 0.03, 'corrupt_icrc': 'keep'})
     cfg['traffic'][0]['duration_ms'] = 0  # until SIGTERM
     d = Daemon(args, 'fabric_corruption_keep', cfg).start(['--log-interval-ms', '0'])
-    try:
+
+    def corrupted_and_refused():
         t = Telemetry(telemetry_socket(d.prefix))
         wait_for('b to verify messages and drop bad ICRCs', lambda: (
             t.query('/softmrc/stats,b')['b']['txgen_verified'] > 100 and
@@ -630,11 +631,9 @@ def case_fabric_corruption(args):
         # ACKs (b to a) carry no payload: never corrupted.
         check(all(links[f'link0/{p}']['b_to_a_corrupted'] == 0 for p in (0, 1)),
               f'ACKs corrupted: {links}')
-        d.proc.send_signal(signal.SIGTERM)
-        check(d.wait() == 0, 'exit status after SIGTERM', d.output())
-    finally:
-        d.kill()
-    out = d.output()
+
+    code, out = d.signal_when(corrupted_and_refused)
+    check(code == 0, 'exit status after SIGTERM', out)
     s = summary_counts(out)
     check(s['verified'] > 0 and s['verified'] == s['completed'] == s['posted'] and
           s['mismatches'] == 0 and s['errors'] == 0, f'keep: not every message verified: {s}', out)
