@@ -17,6 +17,14 @@ namespace softmrc::softmrcd {
 
 namespace {
 
+// What a corrupted frame's ICRC becomes: a plane's mode, or a schedule's.
+void read_corrupt_icrc(Map& m, fabric::Corruption* c) {
+  m.choice(
+      "corrupt_icrc",
+      {{"keep", fabric::Corruption::kBadIcrc}, {"recompute", fabric::Corruption::kRecomputedIcrc}},
+      c);
+}
+
 // The fabric keys of a link, or of one of its planes over the link's.
 void read_plane_fabric(Map& m, PlaneFabricSpec* p) {
   fabric::LinkConfig& l = p->link;
@@ -46,10 +54,7 @@ void read_plane_fabric(Map& m, PlaneFabricSpec* p) {
            &l.overflow);
   m.number("loss", 0, 1, &p->loss);
   m.number("corrupt", 0, 1, &p->corrupt);
-  m.choice(
-      "corrupt_icrc",
-      {{"keep", fabric::Corruption::kBadIcrc}, {"recompute", fabric::Corruption::kRecomputedIcrc}},
-      &p->corrupt_icrc);
+  read_corrupt_icrc(m, &p->corrupt_icrc);
   if ((m.has("ecn_kib") || m.has("buffer_kib")) && l.ecn_threshold_bytes != fabric::kUnbounded &&
       l.buffer_bytes != fabric::kUnbounded && l.ecn_threshold_bytes >= l.buffer_bytes)
     fail(m.key("ecn_kib"), std::to_string(l.ecn_threshold_bytes >> 10) +
@@ -78,13 +83,14 @@ void read_schedule(Map& m, const std::vector<PlaneFabricSpec>& planes, uint32_t 
     if (!s.has("plane")) fail(s.key("plane"), "missing");
     s.uint("plane", 0, num_planes - 1, &ev.plane);
     const char* change = nullptr;
-    for (const char* k : {"state", "loss", "blackhole", "rate_factor"}) {
+    for (const char* k : {"state", "loss", "blackhole", "rate_factor", "corrupt", "corrupt_icrc"}) {
       if (!s.has(k)) continue;
       if (change != nullptr)
         fail(key, std::string("has both '") + change + "' and '" + k + "'; one change per event");
       change = k;
     }
-    if (change == nullptr) fail(key, "needs one of state, loss, blackhole or rate_factor");
+    if (change == nullptr)
+      fail(key, "needs one of state, loss, blackhole, rate_factor, corrupt or corrupt_icrc");
     const std::string what = change;
     s.choice("direction",
              {{"both", LinkDirection::kBoth},
@@ -108,6 +114,14 @@ void read_schedule(Map& m, const std::vector<PlaneFabricSpec>& planes, uint32_t 
       s.number("rate_factor", 0.001, 1, &ev.value);
       ev.action = back.action = LinkAction::kRateFactor;
       back.value = 1;
+    } else if (what == "corrupt") {
+      s.number("corrupt", 0, 1, &ev.value);
+      ev.action = back.action = LinkAction::kCorrupt;
+      back.value = planes[ev.plane].corrupt;
+    } else if (what == "corrupt_icrc") {
+      read_corrupt_icrc(s, &ev.corruption);
+      ev.action = back.action = LinkAction::kCorruptIcrc;
+      back.corruption = planes[ev.plane].corrupt_icrc;
     } else {
       bool on = false;
       s.boolean("blackhole", &on);

@@ -34,7 +34,8 @@
   fabric_corruption            a link corrupting payload bytes: under a stale
                                ICRC they are dropped and resent, every byte
                                verified; under a recomputed one the byte
-                               check finds them and the run FAILs
+                               check finds them and the run FAILs; a
+                               scheduled corruption comes and goes
   fabric_control               /softmrc/fabric/set changes a running link:
                                loss, blackholes, rate factor; counters move
   pdump                        dpdk-dumpcap, a secondary process, captures a
@@ -651,6 +652,23 @@ def case_fabric_corruption(args):
     # The fresh ICRC held: b dropped nothing, it took the wrong bytes.
     n, (_, b_dropped) = link_totals(out)['corrupted'], frames_in(out)['b']
     check(n > 0 and b_dropped == 0, f'recompute: {n} corrupted, b dropped {b_dropped}', both)
+
+    # On the schedule: plane 1 corrupts a's frames from 200 ms for 300 ms.
+    cfg['links'][0].update({'corrupt': 0, 'corrupt_icrc': 'keep', 'schedule': [
+        {'at_ms': 200, 'plane': 1, 'corrupt': 0.05, 'direction': 'a_to_b', 'for_ms': 300}]})
+    code, out, err = Daemon(args, 'fabric_corruption_schedule', cfg).run()
+    both = out + err
+    check(code == 0 and 'softmrcd: PASS' in out, f'schedule: exit status {code}', both)
+    s = summary_counts(out)
+    check(s['verified'] > 0 and s['verified'] == s['completed'] == s['posted'] and
+          s['mismatches'] == 0 and s['errors'] == 0, f'schedule: not every message verified: {s}',
+          both)
+    on, off = (re.search(rf't=([\d.]+)s link 0 plane 1 corrupt {p} \(a_to_b\)$', out, re.M)
+               for p in (r'0\.05', '0'))
+    check(on and off and float(off.group(1)) - float(on.group(1)) >= 0.299,
+          'schedule: corruption not on for 300 ms', both)
+    n, (_, b_dropped) = link_totals(out)['corrupted'], frames_in(out)['b']
+    check(n > 0 and b_dropped > 0, f'schedule: {n} corrupted, b dropped {b_dropped}', both)
 
 
 def case_fabric_control(args):
@@ -1654,8 +1672,9 @@ BAD_CONFIGS = [
      "links[0].schedule_from: 'now' is not start or first_frame",
      "'<value>' is not <choice> or <choice>"),
     ('schedule_no_change', lambda c: c['links'][0].update(schedule=[{'at_ms': 10, 'plane': 0}]),
-     'links[0].schedule[0]: needs one of state, loss, blackhole or rate_factor',
-     'needs one of state, loss, blackhole or rate_factor'),
+     'links[0].schedule[0]: needs one of state, loss, blackhole, rate_factor, corrupt or '
+     'corrupt_icrc',
+     'needs one of state, loss, blackhole, rate_factor, corrupt or corrupt_icrc'),
     ('schedule_two_changes', lambda c: c['links'][0].update(schedule=[
         {'at_ms': 10, 'plane': 0, 'state': 'down', 'loss': 0.1}]),
      "links[0].schedule[0]: has both 'state' and 'loss'; one change per event",

@@ -664,7 +664,8 @@ BAD_FABRIC_CONFIGS = [
     ('rate', lambda c: c['links'][0].update(rate_gbps=0),
      'links[0].rate_gbps: 0 is out of range 0.001..10000', None),
     ('schedule', lambda c: c['links'][0].update(schedule=[{'at_ms': 5, 'plane': 1}]),
-     'links[0].schedule[0]: needs one of state, loss, blackhole or rate_factor', None),
+     'links[0].schedule[0]: needs one of state, loss, blackhole, rate_factor, corrupt or '
+     'corrupt_icrc', None),
     ('plane_override', lambda c: c['links'][0].update(planes=[{'plane': 3, 'loss': 0.1}]),
      'links[0].planes[0].plane: 3 is out of range 0..2', None),
     ('unknown', lambda c: c['links'][0].update(colour='red'),

@@ -164,6 +164,46 @@ TEST(Schedule, AnEntryAtTheEndOfAnotherIsNotUndone) {
   EXPECT_EQ(s[5].action, LinkAction::kDown);
 }
 
+// Corruption is scheduled as the other faults are, and undone to the
+// plane's own setting.
+TEST(Schedule, CorruptionComesAndGoes) {
+  smrc_fabric::FabricConfig fab;
+  ASSERT_EQ(fabric_error("links:\n"
+                         "  - a: [net_null0, net_null2]\n"
+                         "    b: [net_null1, net_null3]\n"
+                         "    planes: [{plane: 0, corrupt: 0.01, corrupt_icrc: recompute}]\n"
+                         "    schedule:\n"
+                         "      - {at_ms: 100, plane: 0, corrupt: 0.2, for_ms: 50}\n"
+                         "      - {at_ms: 200, plane: 1, corrupt_icrc: recompute, for_ms: 10}\n"
+                         "      - {at_ms: 300, plane: 1, corrupt: 0.5, direction: b_to_a}\n",
+                         &fab),
+            "accepted");
+  const std::vector<LinkEvent>& s = fab.links[0].fabric.schedule;
+  ASSERT_EQ(s.size(), 5u);
+  EXPECT_EQ(s[0].action, LinkAction::kCorrupt);
+  EXPECT_DOUBLE_EQ(s[0].value, 0.2);
+  EXPECT_EQ(s[1].at_ns, 150'000'000u);
+  EXPECT_EQ(s[1].action, LinkAction::kCorrupt);
+  EXPECT_DOUBLE_EQ(s[1].value, 0.01);
+  EXPECT_EQ(s[2].action, LinkAction::kCorruptIcrc);
+  EXPECT_EQ(s[2].corruption, fabric::Corruption::kRecomputedIcrc);
+  EXPECT_EQ(s[3].at_ns, 210'000'000u);
+  EXPECT_EQ(s[3].action, LinkAction::kCorruptIcrc);
+  EXPECT_EQ(s[3].corruption, fabric::Corruption::kBadIcrc);
+  EXPECT_EQ(s[4].direction, LinkDirection::kBToA);
+  EXPECT_DOUBLE_EQ(s[4].value, 0.5);
+  const auto entry = [](const std::string& e) {
+    return fabric_error(
+        "links: [{a: [net_null0], b: [net_null1], schedule: [{at_ms: 1, plane: 0, " + e + "}]}]\n");
+  };
+  EXPECT_EQ(entry("corrupt: 1.5"), "links[0].schedule[0].corrupt: 1.5 is out of range 0..1");
+  EXPECT_EQ(entry("corrupt_icrc: fix"),
+            "links[0].schedule[0].corrupt_icrc: 'fix' is not keep or recompute");
+  EXPECT_EQ(entry("corrupt: 0.1, loss: 0.1"),
+            "links[0].schedule[0]: has both 'loss' and 'corrupt'; one change per event");
+  EXPECT_EQ(entry("corrupt: 0.1, evs: [1]"), "links[0].schedule[0].evs: only goes with blackhole");
+}
+
 TEST(Mac, SixHexPairs) {
   const auto peer_mac = [](const std::string& mac) {
     return "endpoints:\n"
