@@ -16,6 +16,12 @@ the shared EAL config that memif needs), and checks what both say.
                   nothing: b probes it, gives up after the flow's
                   requester_timeout_ms, and stops by itself with the
                   flow unfinished: an error, nothing wrong in what arrived
+  memif_stalled_plane  a and b over net_memif, plane 1 through a
+                  dpdk-testpmd that is frozen (SIGSTOP) mid-transfer: a's
+                  port stalls, plane 0 carries the flow on; the operator
+                  sets the plane down (a's control socket), which frees
+                  what its port held (tx_plane_down), then up; testpmd
+                  resumes and every message is verified
   bad_config      flows to peers: the checks a config gets, with the
                   messages docs/configuration.md lists
   fabric_memif    a and b as memif clients of smrc-fabric, 3 planes: random
@@ -326,8 +332,10 @@ def case_memif_stalled_plane(args):
                  timeout=15)
         traffic = [{'from': 'a', 'to': 'b', 'qps': 1, 'op': 'write', 'size': 16384, 'window': 4,
                     'duration_ms': 6000}]
+        ctl = os.path.join(args.workdir, 'ctl.sock')
         a = daemon(args, 'stall', 'a', [memif_port(0, 'server', s0),
-                                        memif_port(1, 'client', s1a)], traffic).start()
+                                        memif_port(1, 'client', s1a)], traffic,
+                   control_socket=ctl).start()
         wait_for('a\'s memif socket', lambda: a._read(0.05) and os.path.exists(s0), timeout=10,
                  output=a.output())
         b = daemon(args, 'stall', 'b', [memif_port(0, 'client', s0),
@@ -352,6 +360,15 @@ def case_memif_stalled_plane(args):
         check(stalled > 0 or usable == 0,
               f'plane 1 stalled: {stalled} frames dropped, {usable} EVs still usable')
         check(row(ta, '/softmrc/planes', 'a/0')['tx_stalls'] == 0, 'plane 0 stalled too')
+        # The operator takes the plane out of use: the frames its port held
+        # are freed (tx_plane_down) and resent on plane 0.
+        check(row(ta, '/softmrc/drops', 'a')['tx_plane_down'] == 0, 'tx_plane_down before')
+        for state in ('down', 'up'):
+            reply = control_request(ctl, f'port set a 1 {state}')
+            check(reply.get('ok') is True, f'port set a 1 {state}: {reply}')
+            if state == 'down':
+                poll_row('a to free what plane 1 held', ta, '/softmrc/drops', 'a',
+                         lambda r: r['tx_plane_down'] > 0, a.output())
         testpmd.send_signal(signal.SIGCONT)
         code_a, code_b = wait_both(a, b)
     except Failure as e:
@@ -364,6 +381,20 @@ def case_memif_stalled_plane(args):
             if d:
                 d.kill()
     check_done(a, b, code_a, code_b)
+
+
+def control_request(path, line):
+    """One request to softmrcd's control socket (docs/controller.md), its reply."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+        c.settimeout(10)
+        c.connect(path)
+        c.sendall(line.encode() + b'\n')
+        reply = b''
+        while not reply.endswith(b'\n'):
+            chunk = c.recv(4096)
+            check(chunk, f'{line}: the control socket closed after {reply!r}')
+            reply += chunk
+    return json.loads(reply)
 
 
 def until_sigterm(a, b, body):
