@@ -187,8 +187,10 @@ void EmulatedHop::admit_one(rte_mbuf* m, uint64_t now_ns) {
                                : 0;
   // The model draws for any packet off the priority class; only data with
   // a payload has a byte to change.
+  // A chained frame's payload may be the sender's registered memory, sent
+  // in place: the switch changes its own copy, made in the first segment.
   if (pm.corrupted != fabric::Corruption::kNone && payload != 0) {
-    if (m->nb_segs == 1)
+    if (rte_pktmbuf_linearize(m) == 0)
       corrupt(m, f.header_bytes, payload, pm.corrupted);
     else
       ++counters_.corrupt_skipped_chained;

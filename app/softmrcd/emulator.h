@@ -75,8 +75,10 @@ struct HopCounters {
   uint64_t payload_bytes = 0;  // of the untrimmed data packets delivered
   uint64_t ce_marks = 0;
   uint64_t trims = 0;
-  uint64_t corrupted = 0;                // frames delivered with a payload byte changed
-  uint64_t corrupt_skipped_chained = 0;  // chained frames drawn for corruption, left whole
+  uint64_t corrupted = 0;  // frames delivered with a payload byte changed
+  // Chained frames drawn for corruption and left whole: their first
+  // segment had no room to take a copy of the rest.
+  uint64_t corrupt_skipped_chained = 0;
   std::array<uint64_t, size_t(fabric::DropReason::kCount)> drops{};  // the model's
   std::array<uint64_t, size_t(HopDrop::kCount)> hop_drops{};         // the emulator's
   uint64_t max_held_packets = 0;   // the deepest the delay line got

@@ -546,20 +546,41 @@ TEST(EmulatedHop, CorruptionFollowsTheSeed) {
 }
 
 // A chained frame's payload may be the sender's own memory, sent in place:
-// it is left whole, and counted apart.
-TEST(EmulatedHop, CorruptionLeavesChainedFramesWholeAndCountsThem) {
+// the hop corrupts a copy of it made in the first segment, and leaves the
+// sender's segment as it was; with no room there for the copy, it leaves
+// the frame whole and counts it.
+TEST(EmulatedHop, CorruptionChangesACopyOfAChainedFramesPayload) {
+  const uint64_t seed = first_seed();
+  SCOPED_TRACE(seed_trace(seed));
   HopConfig c = gbps1(0);
   c.corrupt = 1;
+  c.seed = seed;
   EmulatedHop hop;
   ASSERT_EQ(hop.init(c), nullptr);
   const std::vector<uint8_t> frame = build({});
-  rte_mbuf* m = chained_mbuf_of(frame, static_cast<uint16_t>(header_len(frame)));
-  hop.admit(&m, 1, 0);
+  const auto header = static_cast<uint16_t>(header_len(frame));
+  rte_mbuf* roomy = chained_mbuf_of(frame, header);
+  rte_mbuf* cramped = chained_mbuf_of(frame, header);
+  // No tailroom in the first segment: its header ends its buffer.
+  cramped->data_off = static_cast<uint16_t>(cramped->buf_len - header);
+  std::memcpy(rte_pktmbuf_mtod(cramped, uint8_t*), frame.data(), header);
+  rte_mbuf* sender = roomy->next;  // the payload as the sender keeps it
+  rte_mbuf_refcnt_update(sender, 1);
+  rte_mbuf* pkts[2] = {roomy, cramped};
+  hop.admit(pkts, 2, 0);
   Sink sink;
   sink.take(hop, 1'000 * kUs);
-  ASSERT_EQ(sink.got.size(), 1u);
-  EXPECT_EQ(bytes_of(sink.got[0]), frame);
-  EXPECT_EQ(hop.counters().corrupted, 0u);
+  ASSERT_EQ(sink.got.size(), 2u);
+  EXPECT_EQ(sink.got[0]->nb_segs, 1);
+  const std::vector<uint8_t> got = bytes_of(sink.got[0]);
+  EXPECT_EQ(differences(got, frame).size(), 1u);
+  wire::PacketView v;
+  EXPECT_EQ(wire::parse(got, wire::ParseConfig{}, &v), wire::ParseStatus::kBadIcrc);
+  EXPECT_EQ(bytes_of(sender), std::vector<uint8_t>(frame.begin() + header, frame.end()));
+  EXPECT_EQ(rte_mbuf_refcnt_read(sender), 1);  // the hop let go of it
+  rte_pktmbuf_free(sender);
+  EXPECT_EQ(bytes_of(sink.got[1]), frame);
+  EXPECT_EQ(hop.counters().corrupted, 1u);
   EXPECT_EQ(hop.counters().corrupt_skipped_chained, 1u);
 }
 

@@ -27,7 +27,8 @@
                                is read: it gives up cleanly, exit 1
   nothing_verified             traffic that never flowed fails (exit 1); -i
                                without 'start' does not
-  extbuf                       tx_payload extbuf: payloads sent in place
+  extbuf                       tx_payload extbuf: payloads sent in place;
+                               a link corrupting them changes its own copy
   fabric_impairments           the emulated fabric: rate, delay, random loss,
                                a slow plane that trims, a plane failure; every
                                byte verified, the counters show each of them
@@ -407,6 +408,24 @@ def case_extbuf(args):
     check(m is not None and int(m.group(2)) > 0, 'no payload was sent in place', both)
     m = re.search(r'softmrcd: b: sent (\d+) packets \((\d+) with', out)
     check(m is not None and m.group(2) == '0', 'b sends only ACKs, never a payload', both)
+
+    # A link that corrupts them changes its own copy, never a's memory: b
+    # drops the frames (stale ICRC), a resends from its memory, and every
+    # byte arrives right.
+    cfg['links'][0].update({'corrupt': 0.02, 'corrupt_icrc': 'keep'})
+    code, out, err = Daemon(args, 'extbuf_corrupt', cfg).run()
+    both = out + err
+    check(code == 0 and 'softmrcd: PASS' in out, f'corrupt: exit status {code}', both)
+    s = summary_counts(out)
+    check(s['verified'] > 0 and s['verified'] == s['posted'] and s['mismatches'] == 0,
+          f'corrupt: not all verified: {s}', both)
+    n, (_, b_dropped) = link_totals(out)['corrupted'], frames_in(out)['b']
+    check(n > 0 and b_dropped > 0 and 'chained frames drawn' not in out,
+          f'corrupt: {n} corrupted, b dropped {b_dropped}', both)
+    check(retransmitted(out, 'a') > 0, 'corrupt: a retransmitted nothing', both)
+    m = re.search(r'softmrcd: a: sent (\d+) packets \((\d+) with the payload sent in place\)',
+                  out)
+    check(m is not None and int(m.group(2)) > 0, 'corrupt: no payload was sent in place', both)
 
 
 def case_vlan(args):
