@@ -189,7 +189,7 @@ double decimal_number(const YAML::Node& v, const std::string& key, double lo, do
     m << s << " is out of range " << lo << ".." << hi;
     fail(key, m.str());
   }
-  return x;
+  return x + 0.0;  // -0 is 0
 }
 
 void check_unique_keys(const YAML::Node& node, const std::string& path) {

@@ -55,7 +55,7 @@ bool parse_double(const std::string& s, double lo, double hi, double* out) {
   const char* end = s.data() + s.size();
   const auto [at, ec] = std::from_chars(s.data(), end, v, std::chars_format::general);
   if (s.empty() || ec != std::errc() || at != end || !(v >= lo && v <= hi)) return false;
-  *out = v;
+  *out = v + 0.0;  // -0 is 0, and is logged and shown so
   return true;
 }
 

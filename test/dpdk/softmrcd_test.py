@@ -718,7 +718,9 @@ def case_fabric_control(args):
         check(reply == {'link0/0': {'requested': 'loss 0.2'}}, f'set loss: {reply}')
         row = grows(0, 'a_to_b_drop_loss', 'loss 0.2')
         check(row['a_to_b_loss'] == '0.2' and row['b_to_a_loss'] == '0.2', f'loss: {row}')
-        t.query('/softmrc/fabric/set,0,0,loss,0')
+        # -0 is 0, said without its sign.
+        reply = t.query('/softmrc/fabric/set,0,0,loss,-0')
+        check(reply == {'link0/0': {'requested': 'loss 0'}}, f'set loss -0: {reply}')
         # Corruption with a stale ICRC: frames corrupted, and refused by b.
         reply = t.query('/softmrc/fabric/set,0,0,corrupt,0.2,a_to_b')
         check(reply == {'link0/0': {'requested': 'corrupt 0.2 (a_to_b)'}}, f'corrupt: {reply}')

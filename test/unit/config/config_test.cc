@@ -4,6 +4,7 @@
 // accepted and means what its comments say.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -100,6 +101,7 @@ TEST(DecimalNumber, DecimalNotation) {
   EXPECT_DOUBLE_EQ(read(".5"), 0.5);
   EXPECT_DOUBLE_EQ(read("1e-3"), 0.001);
   EXPECT_DOUBLE_EQ(read("-2"), -2);
+  EXPECT_FALSE(std::signbit(read("-0")));  // a probability of -0 would be printed so
   EXPECT_DOUBLE_EQ(read("7"), 7);
 }
 
