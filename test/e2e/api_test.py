@@ -98,8 +98,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'dpdk'))
-from softmrcd_test import (Daemon, Failure, Telemetry, check, telemetry_socket,  # noqa: E402
-                           test_main, wait_for)
+from softmrcd_test import (EAL, Daemon, Failure, Telemetry, check,  # noqa: E402
+                           telemetry_socket, test_main, wait_for)
 from two_process_test import endpoint_and_peer  # noqa: E402
 
 PLANES = 2
@@ -128,8 +128,8 @@ def sock(args, name):
     return os.path.join(args.workdir, name + '.sock')
 
 
-def start_daemon(args, me, qp=None, extra=None, ports=None, srv6=False, nofile=None):
-    d = Daemon(args, f'api_{args.case}_{me}', config(args, me, qp, extra, ports, srv6))
+def start_daemon(args, me, qp=None, extra=None, ports=None, srv6=False, nofile=None, eal=EAL):
+    d = Daemon(args, f'api_{args.case}_{me}', config(args, me, qp, extra, ports, srv6), eal=eal)
     i = d.cmd.index('-l')
     d.cmd[i:i + 2] = ['--lcores', LCORES[me]]
     if nofile is not None:  # its descriptor limit, soft and hard
@@ -141,12 +141,12 @@ def start_daemon(args, me, qp=None, extra=None, ports=None, srv6=False, nofile=N
     return d
 
 
-def start_pair(args, qp=None, extra=None, nofile_a=None):
+def start_pair(args, qp=None, extra=None, nofile_a=None, eal=EAL):
     for p in range(PLANES):
         path = sock(args, f'memif-p{p}')
         if os.path.exists(path):
             os.unlink(path)
-    a = start_daemon(args, 'a', qp, extra, nofile=nofile_a)
+    a = start_daemon(args, 'a', qp, extra, nofile=nofile_a, eal=eal)
     try:
         # Server first: a memif client started first would wait for it
         # (reconnecting at growing intervals), and the test with it.
@@ -154,7 +154,7 @@ def start_pair(args, qp=None, extra=None, nofile_a=None):
         while not all(os.path.exists(sock(args, f'memif-p{p}')) for p in range(PLANES)):
             check(time.monotonic() < deadline, 'no memif server sockets' + outputs(a))
             a._read(0.05)
-        return a, start_daemon(args, 'b', qp, extra)
+        return a, start_daemon(args, 'b', qp, extra, eal=eal)
     except Failure:
         stop(a)
         raise

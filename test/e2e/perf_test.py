@@ -15,6 +15,9 @@ and a client on daemon b. One --case per test:
              sender's packets sent in place from the application's memory;
              a client SIGKILLed mid-stream (its regions retired while mbufs
              may point into them): both daemons go on serving write_bw
+  extbuf_iova_pa  the same on hugepages in IOVA-PA mode (bare metal without
+             an IOMMU): write_bw verified, most of the sender's packets sent
+             in place from its hugepage-backed regions (physically contiguous)
   fabric     the daemons as memif clients of smrc-fabric, whose 2 planes
              lose 1% (plane 0) and trim (a slow plane 1), and plane 0 goes
              down and up every 0.2 s: write_bw from 1 B to 64 MiB, every
@@ -68,8 +71,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from api_test import (PLANES, check_exits, ctl, outputs, sock, start_daemon, start_pair,  # noqa: E402
                       stop)
-from softmrcd_test import (Failure, Telemetry, check, plane, telemetry_socket,  # noqa: E402
-                           test_main)
+from softmrcd_test import (EAL, Failure, HugePages, Telemetry, check, plane,  # noqa: E402
+                           telemetry_socket, test_main)
 from two_process_test import fabric_summary, row, start_fabric  # noqa: E402
 
 # The daemons' default timeout (14: 16.8 ms); api_test's small one is for
@@ -78,7 +81,8 @@ QP = {'timeout': 14}
 
 
 CASES = ['bw_sizes', 'bw_64_qps', 'lat', 'errors', 'extbuf', 'fabric', 'fabric_srv6', 'window',
-         'timeout', 'modes', 'forged_hello', 'forged_answer', 'small_queue', 'fabric_corrupt']
+         'timeout', 'modes', 'forged_hello', 'forged_answer', 'small_queue', 'fabric_corrupt',
+         'extbuf_iova_pa']
 # How every run waits unless a case says otherwise.
 QUIET_EVENTS = ('--no-progress', '-e')
 
@@ -655,6 +659,25 @@ def case_extbuf(args):
     with_daemons(args, body, {'tx_payload': 'extbuf'})
 
 
+def case_extbuf_iova_pa(args):
+    """extbuf with IOVA as physical addresses, as on bare metal without an
+    IOMMU: the daemons on hugepages with --iova-mode=pa (EAL refuses to
+    start where it cannot read physical addresses). smrc-perf's regions are
+    hugepage-backed, so contiguous in physical memory: sent in place."""
+    with HugePages(args.workdir, 640) as huge:
+        def body(a, b):
+            client, _, _ = run_pair(args, 'write_bw', '-m', '4096', '-s', '65536', '-f', '16',
+                                    '-n', '200', '-w', '1', '--json')
+            check(all(json.loads(l)['verified'] for l in client.splitlines()), client)
+            stop(a, b)
+            m = b.read_until(r'b: sent (\d+) packets \((\d+) with the payload sent in place\)')
+            sent, in_place = int(m.group(1)), int(m.group(2))
+            check(in_place > sent // 2, f'{in_place} of {sent} packets sent in place')
+            print(f'b sent {in_place} of {sent} packets in place')
+        eal = [a for a in EAL if a != '--no-huge'] + ['--huge-dir', huge.dir, '--iova-mode=pa']
+        with_daemons(args, body, {'tx_payload': 'extbuf'}, eal=eal)
+
+
 def case_fabric(args):
     through_fabric(args, srv6=False)
 
@@ -821,10 +844,10 @@ def through_fabric(args, srv6):
     print(f'b retransmitted {m.group(1)} packets; fabric: {hops}')
 
 
-def with_daemons(args, body, extra=None):
+def with_daemons(args, body, extra=None, eal=EAL):
     a = b = None
     try:
-        a, b = start_pair(args, QP, extra)
+        a, b = start_pair(args, QP, extra, eal=eal)
         body(a, b)
     except Failure as e:
         stop(a, b)
