@@ -44,6 +44,10 @@ the shared EAL config that memif needs), and checks what both say.
                   planes route on and shift the uSID path), one path
                   blackholed one way: nothing dropped at either end, every
                   byte verified
+  fabric_killed   a and b as memif clients of smrc-fabric, a transfer
+                  without end; the fabric SIGKILLed and started again, three
+                  times: the endpoints live on, their memif clients
+                  reconnect, and the transfer goes on, every byte verified
   fabric_bad_config  smrc-fabric's bad files and command lines get the
                   messages docs/configuration.md lists, exit 2
   fabric_setup_signal  SIGTERM while smrc-fabric opens its configuration (a
@@ -664,6 +668,47 @@ def case_fabric_endpoint_killed(args):
         f.proc.send_signal(signal.SIGTERM)
         code_f = f.wait(10)
     check(code_f == 0, f'fabric exit status {code_f}', f.output())
+
+
+def case_fabric_killed(args):
+    """smrc-fabric SIGKILLed under a running transfer and started again,
+    three times: the endpoints' memif clients reconnect each time, the
+    transfer goes on, and every message is verified."""
+    planes = 2
+    traffic = [{'from': 'a', 'to': 'b', 'qps': 1, 'op': 'wimm', 'size': 16384, 'window': 8,
+                'duration_ms': 0}]
+    f, ports = start_fabric(args, '2p_fkilled_f', planes, {'rate_gbps': 1},
+                            {'snapshot_ms': 20, 'log_interval_ms': 0})
+    with around_fabric(f) as daemons:
+        a = daemon(args, 'fkilled', 'a', ports['a'], traffic).start()
+        daemons.append(a)
+        b = daemon(args, 'fkilled', 'b', ports['b'], traffic).start()
+        daemons.append(b)
+        t = Telemetry(telemetry_socket(b.prefix))
+        for turn in range(3):
+            before = row(t, '/softmrc/stats', 'b')['txgen_verified']
+            wait_for(f'turn {turn}: b to verify more',
+                     lambda: row(t, '/softmrc/stats', 'b')['txgen_verified'] > before + 50,
+                     timeout=30, output=both_output(a, b))
+            f.kill()
+            time.sleep(0.5)
+            check(a.proc.poll() is None and b.proc.poll() is None,
+                  f'turn {turn}: an endpoint exited with the fabric', both_output(a, b))
+            f, _ = start_fabric(args, f'2p_fkilled_f{turn}', planes, {'rate_gbps': 1},
+                                {'snapshot_ms': 20, 'log_interval_ms': 0})
+            daemons.append(f)
+            print(f'turn {turn}: fabric killed and restarted')
+        before = row(t, '/softmrc/stats', 'b')['txgen_verified']
+        wait_for('b to verify more after the last restart',
+                 lambda: row(t, '/softmrc/stats', 'b')['txgen_verified'] > before + 50,
+                 timeout=30, output=both_output(a, b))
+        for d, me in ((a, 'a'), (b, 'b')):
+            ports = Telemetry(telemetry_socket(d.prefix)).query(f'/softmrc/ports,{me}')
+            check(len(ports) == planes and all(p['reconnects'] >= 3 for p in ports.values()),
+                  f'{me} reconnected its ports less than 3 times: {ports}')
+        a.proc.send_signal(signal.SIGTERM)
+        code_a, code_b = wait_both(a, b, timeout=20)
+        check_done(a, b, code_a, code_b, stop=('SIGTERM', 'traffic done'))
 
 
 def good_fabric_config(planes=3):
