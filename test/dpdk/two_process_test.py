@@ -11,9 +11,8 @@ the shared EAL config that memif needs), and checks what both say.
                   stopped by SIGTERM ends it, and b stops by itself once
                   it checked every message a completed
   memif_requester_gone  the same link and flow; a is frozen (SIGSTOP, so
-                  that its memif link stays up: the driver's unmap on a
-                  peer's death is racy, docs/daemon.md) and answers
-                  nothing: b probes it, gives up after the flow's
+                  that its memif link stays up and b learns nothing from
+                  its ports) and answers nothing: b probes it, gives up after the flow's
                   requester_timeout_ms, and stops by itself with the
                   flow unfinished: an error, nothing wrong in what arrived
   memif_stalled_plane  a and b over net_memif, plane 1 through a
