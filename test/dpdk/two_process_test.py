@@ -416,6 +416,13 @@ def until_sigterm(a, b, body):
     check_done(a, b, code_a, code_b, stop=('SIGTERM', 'traffic done'))
 
 
+def wimm_flow(qps=1, **limit):
+    """A WIMM flow a -> b of 16 KiB messages, 8 in flight per QP, ending as
+    `limit` says (none: without end)."""
+    return [{'from': 'a', 'to': 'b', 'qps': qps, 'op': 'wimm', 'size': 16384, 'window': 8,
+             **limit}]
+
+
 def memif_port(n, role, sock):
     return f'net_memif{n},role={role},id=0,socket={sock},socket-abstract=no'
 
@@ -522,8 +529,7 @@ def case_fabric_memif(args):
         'schedule_from': 'first_frame',
         'schedule': [{'at_ms': down_at_ms, 'plane': 2, 'state': 'down', 'for_ms': down_for_ms}],
     }
-    traffic = [{'from': 'a', 'to': 'b', 'qps': 2, 'op': 'wimm', 'size': 16384, 'window': 8,
-                'duration_ms': 2500}]
+    traffic = wimm_flow(qps=2, duration_ms=2500)
 
     def during(f):
         # The fabric's telemetry: every plane carries frames both ways.
@@ -593,8 +599,7 @@ def case_fabric_srv6(args):
     link = {'ev_mode': 'srv6', 'rate_gbps': 1, 'buffer_kib': 64,
             'schedule': [{'at_ms': 0, 'plane': 1, 'blackhole': True, 'evs': [0xc004],
                           'direction': 'a_to_b'}]}
-    traffic = [{'from': 'a', 'to': 'b', 'qps': 1, 'op': 'wimm', 'size': 16384, 'window': 8,
-                'duration_ms': 1200}]
+    traffic = wimm_flow(duration_ms=1200)
     f, a, b, code_a, code_b, out = through_fabric(args, 'srv6', 2, link, traffic, srv6=True)
     check_done(a, b, code_a, code_b)
     for d, me in ((a, 'a'), (b, 'b')):
@@ -606,16 +611,19 @@ def case_fabric_srv6(args):
           f'nothing on path uSID 0xc004 was dropped: {hops}', out)
 
 
+def churn_fabric(args, name):
+    """smrc-fabric of 2 planes of 1 Gb/s, for the cases whose endpoints or
+    fabric come and go: start_fabric()'s fabric and ports."""
+    return start_fabric(args, name, 2, {'rate_gbps': 1}, {'snapshot_ms': 20, 'log_interval_ms': 0})
+
+
 def case_fabric_restart(args):
     """Endpoints that stop cleanly say farewell to smrc-fabric's memif
     servers, which then take nothing until their client has gone and a
     new one connected: a second pair of endpoints, started on the same
     ports, gets its transfer through the fabric that is still running."""
-    planes = 2
-    traffic = [{'from': 'a', 'to': 'b', 'qps': 1, 'op': 'wimm', 'size': 16384, 'window': 8,
-                'messages': 100}]
-    f, ports = start_fabric(args, '2p_restart_f', planes, {'rate_gbps': 1},
-                            {'snapshot_ms': 20, 'log_interval_ms': 0})
+    traffic = wimm_flow(messages=100)
+    f, ports = churn_fabric(args, '2p_restart_f')
     with around_fabric(f) as daemons:
         for run in (1, 2):
             a = daemon(args, f'restart{run}', 'a', ports['a'], traffic).start()
@@ -637,11 +645,8 @@ def case_fabric_restart(args):
 
 
 def case_fabric_endpoint_killed(args):
-    planes = 2
-    endless = [{'from': 'a', 'to': 'b', 'qps': 1, 'op': 'wimm', 'size': 16384, 'window': 8}]
-    last = [dict(endless[0], messages=100)]
-    f, ports = start_fabric(args, '2p_killed_f', planes, {'rate_gbps': 1},
-                            {'snapshot_ms': 20, 'log_interval_ms': 0})
+    endless, last = wimm_flow(), wimm_flow(messages=100)
+    f, ports = churn_fabric(args, '2p_killed_f')
     with around_fabric(f) as daemons:
         for turn, victim in enumerate('abab'):
             a = daemon(args, f'killed{turn}', 'a', ports['a'], endless).start()
@@ -673,11 +678,8 @@ def case_fabric_killed(args):
     """smrc-fabric SIGKILLed under a running transfer and started again,
     three times: the endpoints' memif clients reconnect each time, the
     transfer goes on, and every message is verified."""
-    planes = 2
-    traffic = [{'from': 'a', 'to': 'b', 'qps': 1, 'op': 'wimm', 'size': 16384, 'window': 8,
-                'duration_ms': 0}]
-    f, ports = start_fabric(args, '2p_fkilled_f', planes, {'rate_gbps': 1},
-                            {'snapshot_ms': 20, 'log_interval_ms': 0})
+    traffic = wimm_flow(duration_ms=0)
+    f, ports = churn_fabric(args, '2p_fkilled_f')
     with around_fabric(f) as daemons:
         a = daemon(args, 'fkilled', 'a', ports['a'], traffic).start()
         daemons.append(a)
@@ -693,8 +695,7 @@ def case_fabric_killed(args):
             time.sleep(0.5)
             check(a.proc.poll() is None and b.proc.poll() is None,
                   f'turn {turn}: an endpoint exited with the fabric', both_output(a, b))
-            f, _ = start_fabric(args, f'2p_fkilled_f{turn}', planes, {'rate_gbps': 1},
-                                {'snapshot_ms': 20, 'log_interval_ms': 0})
+            f, _ = churn_fabric(args, f'2p_fkilled_f{turn}')
             daemons.append(f)
             print(f'turn {turn}: fabric killed and restarted')
         before = row(t, '/softmrc/stats', 'b')['txgen_verified']
@@ -703,7 +704,7 @@ def case_fabric_killed(args):
                  timeout=30, output=both_output(a, b))
         for d, me in ((a, 'a'), (b, 'b')):
             ports = Telemetry(telemetry_socket(d.prefix)).query(f'/softmrc/ports,{me}')
-            check(len(ports) == planes and all(p['reconnects'] >= 3 for p in ports.values()),
+            check(len(ports) == 2 and all(p['reconnects'] >= 3 for p in ports.values()),
                   f'{me} reconnected its ports less than 3 times: {ports}')
         a.proc.send_signal(signal.SIGTERM)
         code_a, code_b = wait_both(a, b, timeout=20)
@@ -963,7 +964,7 @@ def case_tap_plane_down(args):
     down = 1
     # Unlimited: taking a tap down can take the kernel seconds while both
     # CPUs poll, so the test, not a duration, decides when the flow stops.
-    traffic = [{'from': 'a', 'to': 'b', 'qps': 2, 'op': 'wimm', 'size': 16384, 'window': 8}]
+    traffic = wimm_flow(qps=2)
     with Namespaces(planes) as net:
         def ports(e):
             return [f'net_tap{p},iface={net.tap(e, p)}' for p in range(planes)]
