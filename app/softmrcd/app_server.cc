@@ -770,18 +770,33 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
           if (std::memcmp(g, w.dgid, 16) == 0) peer = i;
         }
       }
-      // A QP attaches to its profiles on its way to INIT (only RESET goes
-      // there); the attachment is undone below if the move fails.
+      // A QP attaches to its profiles on its way from RESET to INIT; at
+      // INIT -> INIT (rdma_cm does one before RTR) it moves to those it
+      // names and keeps the other. Either is undone below if the transition
+      // fails. An attached QP is past RESET: sent to INIT from RTR, RTS or
+      // ERR it moves to no profile, and the transition is refused.
+      const bool to_init =
+          (mask & SMRC_QP_STATE) && to_engine(w.qp_state) == engine::QpState::kInit;
+      const uint32_t named = mask & (SMRC_QP_EV_PROFILE | SMRC_QP_CC_PROFILE);
+      bool moving = false;
+      if (to_init && cq.attached && named != 0) {
+        task.call([&](EndpointTask& t, uint64_t) {
+          const engine::Qp* q = t.engine().qp(qpn);
+          moving = q != nullptr && q->state() == engine::QpState::kInit;
+        });
+      }
       QpProfiles prof;
       bool attaching = false;
-      if ((mask & SMRC_QP_STATE) && to_engine(w.qp_state) == engine::QpState::kInit &&
-          !cq.attached) {
+      if (to_init && (!cq.attached || moving)) {
+        // Not named at INIT -> INIT: the QP's own (0, the default, again).
+        const uint64_t keep_ev = moving ? cq.ev_profile_id : 0;
+        const uint64_t keep_cc = moving ? cq.cc_profile_id : 0;
         std::string detail;
         const int e = profiles_->attach_qp(
-            l.endpoint, qpn, c.name, (mask & SMRC_QP_EV_PROFILE) ? w.ev_profile_id : 0,
-            (mask & SMRC_QP_CC_PROFILE) ? w.cc_profile_id : 0, &prof, &detail);
+            l.endpoint, qpn, c.name, (mask & SMRC_QP_EV_PROFILE) ? w.ev_profile_id : keep_ev,
+            (mask & SMRC_QP_CC_PROFILE) ? w.cc_profile_id : keep_cc, &prof, &detail);
         if (e != 0) return refuse(rep, e, detail.c_str());
-        attaching = true;
+        attaching = !moving;
       }
       bool reset = false;
       task.call([&](EndpointTask& t, uint64_t now) {
@@ -807,6 +822,19 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
           a.ev_config.num_planes = static_cast<uint8_t>(t.num_planes());
           a.cc = prof.cc;
           em |= engine::kAttrEvProfile | engine::kAttrCcProfile;
+        } else if (from == engine::QpState::kInit && to == engine::QpState::kInit &&
+                   (moving || named == 0)) {
+          allowed |= SMRC_QP_EV_PROFILE | SMRC_QP_CC_PROFILE;
+          if (mask & SMRC_QP_EV_PROFILE) {
+            a.evs = prof.evs;
+            a.ev_config = prof.ev_config;
+            a.ev_config.num_planes = static_cast<uint8_t>(t.num_planes());
+            em |= engine::kAttrEvProfile;
+          }
+          if (mask & SMRC_QP_CC_PROFILE) {
+            a.cc = prof.cc;
+            em |= engine::kAttrCcProfile;
+          }
         } else if (from == engine::QpState::kInit && to == engine::QpState::kRtr) {
           allowed |= SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN | SMRC_QP_PATH_MTU |
                      SMRC_QP_MPR_DEST | SMRC_QP_MAX_WIMM_DEST | SMRC_QP_CAPS;
@@ -874,8 +902,21 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
         reset = to == engine::QpState::kReset;
         if (reset) stage.drop_posted(qpn);
       });
-      if (attaching && st != 0) profiles_->detach_qp(l.endpoint, qpn);
-      if (st != 0) return refuse(rep, st, why);
+      if (st != 0) {
+        if (attaching) profiles_->detach_qp(l.endpoint, qpn);
+        // Back to the profiles it held a moment ago: nothing can have
+        // changed them (the registry is this thread's, and a profile stays
+        // ONLINE while attached), so this cannot fail but is said if it does.
+        std::string detail;
+        QpProfiles old;
+        if (moving && profiles_->attach_qp(l.endpoint, qpn, c.name, cq.ev_profile_id,
+                                           cq.cc_profile_id, &old, &detail) != 0) {
+          std::printf("softmrcd: %s: QP %u stays on the profiles of a refused INIT -> INIT: %s\n",
+                      spec.name.c_str(), qpn, detail.c_str());
+          std::fflush(stdout);
+        }
+        return refuse(rep, st, why);
+      }
       if (attaching) cq.attached = true;
       if (reset && cq.attached) {
         profiles_->detach_qp(l.endpoint, qpn);

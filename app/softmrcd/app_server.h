@@ -27,9 +27,10 @@
 // Profiles: a QP's EV and CC profile ids are resolved at RESET -> INIT by
 // the daemon's ProfileResolver (the controller's profiles), which keeps the
 // QP attached until it returns to RESET, is destroyed or its application
-// goes. At shutdown (Phase::kFlush) the lcore moves every application QP to
-// ERROR, so what the applications had outstanding completes as flushed
-// before their sockets close.
+// goes; an INIT -> INIT that names a profile moves the QP to it. At
+// shutdown (Phase::kFlush) the lcore moves every application QP to ERROR,
+// so what the applications had outstanding completes as flushed before
+// their sockets close.
 #pragma once
 
 #include <poll.h>

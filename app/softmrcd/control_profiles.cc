@@ -278,7 +278,6 @@ void ControlServer::apply_profile_ev_state(uint64_t profile, const std::vector<u
 int ControlServer::attach_qp(uint32_t endpoint, uint32_t qpn, const std::string& owner,
                              uint64_t ev_id, uint64_t cc_id, QpProfiles* out, std::string* why) {
   const Config& cfg = d_.config();
-  detach_qp(endpoint, qpn);
   out->ev_id = ev_id != 0 ? ev_id : cfg.qp.ev_profile + 1;
   out->cc_id = cc_id != 0 ? cc_id : cfg.qp.cc_profile + 1;
   const auto refuse = [&](const Result& r) {
@@ -326,6 +325,9 @@ int ControlServer::attach_qp(uint32_t endpoint, uint32_t qpn, const std::string&
     out->cc.algorithm = *cc.algorithm;
     if (cc.config) out->cc.nscc = *cc.config;
   }
+  // A QP that moves (INIT -> INIT) lets go of its old profiles only now,
+  // holding the new ones: a refusal above left it as it was.
+  detach_qp(endpoint, qpn);
   attached_[{endpoint, qpn}] = Attached{out->ev_id, out->cc_id, owner};
   return 0;
 }

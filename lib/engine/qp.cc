@@ -88,14 +88,25 @@ Status Qp::modify(const QpAttr& attr, uint32_t mask, TimeNs now, Sinks& s) {
       fail(WcStatus::kFlushed, std::nullopt, "moved to ERROR by the application", s);
       return {};
     case QpState::kInit: {
-      if (const char* why = evs_.init(attr.evs, attr.ev_config)) return Status::error(why);
-      attr_.ev_config = attr.ev_config;
-      attr_.cc = (fields & kAttrCcProfile) ? attr.cc : CcProfile{};
-      local_planes_ = s.local_planes;
-      remote_planes_ = UINT32_MAX;  // until the peer says otherwise
-      port_status_seq_ = s.port_status_seq;
-      for (uint8_t p = 0; p < limits_.num_planes; ++p)
-        if (!(local_planes_ >> p & 1)) evs_.set_plane_up(p, false);
+      // From RESET the EV profile is required; INIT -> INIT replaces only
+      // the profiles it names, and keeps the receives posted. Nothing has
+      // changed when the EV set refuses its profile.
+      const bool again = state_ == QpState::kInit;
+      if (fields & kAttrEvProfile) {
+        if (const char* why = evs_.init(attr.evs, attr.ev_config)) return Status::error(why);
+        attr_.ev_config = attr.ev_config;
+        // A new EV set has every plane up. Before RTR the QP has heard
+        // nothing of its peer's planes, only of the endpoint's.
+        local_planes_ = s.local_planes;
+        remote_planes_ = UINT32_MAX;  // until the peer says otherwise
+        port_status_seq_ = s.port_status_seq;
+        for (uint8_t p = 0; p < limits_.num_planes; ++p)
+          if (!(local_planes_ >> p & 1)) evs_.set_plane_up(p, false);
+      }
+      if (fields & kAttrCcProfile)
+        attr_.cc = attr.cc;
+      else if (!again)
+        attr_.cc = CcProfile{};
       state_ = QpState::kInit;
       return {};
     }

@@ -38,7 +38,7 @@ bool transition_allowed(QpState from, QpState to) {
   if (to == QpState::kReset || to == QpState::kError) return true;
   switch (to) {
     case QpState::kInit:
-      return from == QpState::kReset;
+      return from == QpState::kReset || from == QpState::kInit;
     case QpState::kRtr:
       return from == QpState::kInit;
     case QpState::kRts:
@@ -61,7 +61,7 @@ Status check_modify(QpState from, const QpAttr& attr, uint32_t mask, const QpLim
   switch (to) {
     case QpState::kInit:
       allowed = kInitAttrs;
-      required = kAttrEvProfile;
+      required = from == QpState::kReset ? kAttrEvProfile : 0;  // INIT -> INIT: what changes
       break;
     case QpState::kRtr:
       allowed = kRtrAttrs;

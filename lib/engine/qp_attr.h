@@ -3,6 +3,8 @@
 // sets, and each transition accepts (and requires) its own fields.
 //
 //   RESET -> INIT   EV profile (required), CC profile
+//   INIT  -> INIT   EV profile, CC profile (each replaces the QP's; posted
+//                   receives stay)
 //   INIT  -> RTR    peer + dest QPN, path MTU, receive PSN (required);
 //                   responder MPR, responder max WIMM, capabilities
 //   RTR   -> RTS    send PSN (required); requester MPR, max WIMM, ACK

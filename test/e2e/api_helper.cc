@@ -21,6 +21,9 @@
 //                                      QPs, locally and from the peer
 //   api_helper free_in_flight SOCKET writer|target
 //                                      a region freed under a Write from it
+//   api_helper init_again SOCKET OLD_EV OLD_CC NEW_EV NEW_CC OFFLINE_EV
+//                                      INIT -> INIT from one pair of
+//                                      profiles to the other, then linked
 //   api_helper recv_behind_sends SOCKET deep|wimm
 //                                      a receive posted behind a full send
 //                                      queue takes the peer's immediate
@@ -606,6 +609,35 @@ int misuse(const char* sock, const char* peer_ip) {
              "INIT with an RTS attribute");
   expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_PORT | SMRC_QP_PKEY_INDEX), 0,
              "INIT with verbs-only PORT/PKEY (ignored)");
+  // INIT -> INIT, as rdma_cm does before RTR: with no profile it changes
+  // nothing, it takes no field of another transition, and a profile it
+  // cannot have leaves the QP on the one it had.
+  const uint32_t cm_init = SMRC_QP_STATE | SMRC_QP_PKEY_INDEX | SMRC_QP_PORT | SMRC_QP_ACCESS_FLAGS;
+  expect_err(smrc_modify_qp(b.qp, &a, cm_init), 0,
+             "INIT -> INIT with rdma_cm's verbs-only PKEY/PORT/ACCESS_FLAGS (ignored)");
+  a.sq_psn = 1;
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_SQ_PSN), EINVAL,
+             "INIT -> INIT with an RTS attribute");
+  a.dest_qp_num = 5;
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_EV_PROFILE | SMRC_QP_DEST_QPN),
+             EINVAL, "INIT -> INIT with a profile and an RTR attribute");
+  a = smrc_qp_attr{};
+  a.qp_state = SMRC_QPS_INIT;
+  a.ev_profile_id = 1;  // "default", named
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_EV_PROFILE), 0,
+             "INIT -> INIT to EV profile 1");
+  a.ev_profile_id = 42;
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_EV_PROFILE), ENOENT,
+             "INIT -> INIT with an unknown EV profile id");
+  a.ev_profile_id = 0;
+  a.cc_profile_id = 42;
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_CC_PROFILE), ENOENT,
+             "INIT -> INIT with an unknown CC profile id");
+  smrc_qp_attr q{};
+  expect(smrc_query_qp(b.qp, &q, 0, nullptr) == 0 && q.qp_state == SMRC_QPS_INIT &&
+             q.ev_profile_id == 1 && q.cc_profile_id == 0,
+         "query_qp: still INIT, on EV profile 1 and the default CC profile",
+         static_cast<long>(q.qp_state * 10000 + q.ev_profile_id * 100 + q.cc_profile_id));
   expect_err(smrc_modify_qp(b.qp, &a, 1u << 17), EINVAL, "unknown mask bit");
   a = smrc_qp_attr{};
   a.qp_state = SMRC_QPS_RTR;
@@ -640,11 +672,17 @@ int misuse(const char* sock, const char* peer_ip) {
   a.caps = SMRC_QP_CAP_DYNAMIC_MPR | SMRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED;
   expect_err(smrc_modify_qp(b.qp, &a, rtr_mrc), 0,
              "INIT -> RTR with MPR_DEST, MAX_WIMM_DEST, CAPS");
-  smrc_qp_attr q{};
+  q = smrc_qp_attr{};
   expect_err(smrc_query_qp(b.qp, &q, 0, nullptr), 0, "query_qp in RTR");
   expect(q.qp_state == SMRC_QPS_RTR && q.mpr_dest == da.max_mpr && q.max_wimm_dest == 7 &&
              q.caps == (SMRC_QP_CAP_DYNAMIC_MPR | SMRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED),
          "query_qp returns RTR's mpr_dest, max_wimm_dest and caps", q.caps);
+  a = smrc_qp_attr{};
+  a.qp_state = SMRC_QPS_INIT;
+  a.ev_profile_id = 42;  // no such transition comes before no such profile
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_EV_PROFILE), EINVAL,
+             "RTR -> INIT naming an unknown EV profile");
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE), EINVAL, "RTR -> INIT");
   a = smrc_qp_attr{};
   a.qp_state = SMRC_QPS_RTS;
   a.sq_psn = 1;
@@ -1190,12 +1228,14 @@ int two_pds(const char* sock) {
 //         then the receive, prints "posted", and expects every completion
 //         to succeed, the receive's with the peer's immediate, then
 //         prints "done";
-//   wimm: on the line "go", sends one Write-with-Immediate, then serves
-//         the deep side's Writes until the line "done".
+//   wimm: on the line "go", sends one Write-with-Immediate (kWimmImm),
+//         then serves the deep side's Writes until the line "done".
+constexpr uint32_t kWimmImm = 0x5eed;
+
 int recv_behind_sends(const char* sock, bool deep) {
   constexpr uint32_t kWrites = 8;
   constexpr uint32_t kBytes = 16u << 20;
-  constexpr uint32_t kImm = 0x5eed;
+  constexpr uint32_t kImm = kWimmImm;
   PeerLink p;
   if (int e = link_to_peer(sock, &p, 4, kBytes)) return e;
   Basic& b = p.b;
@@ -1247,6 +1287,116 @@ int recv_behind_sends(const char* sock, bool deep) {
   expect(bad == 0, "no completion fails", bad);
   expect(recvs == 1, "the receive consumed the peer's immediate", recvs);
   expect(writes == kWrites, "every Write completes", writes);
+  std::printf("done\n");
+  std::fflush(stdout);
+  return failures ? 1 : 0;
+}
+
+// INIT -> INIT from one pair of profiles to another, as an application
+// ported from rdma_cm does before RTR (api_test.py's init_again; the peer
+// is recv_behind_sends' wimm side). A receive is posted in INIT first.
+// Refused moves (a field of RTR, an unknown profile, an OFFLINE one) keep
+// the old profiles; then "kept" is printed and the line "go" awaited while
+// the test looks at them. The QP moves to the new CC profile ("half", and
+// "go" awaited again), then to the new EV profile, connects, its
+// Write completes ("written"), and the receive posted before the moves
+// takes the peer's immediate ("done").
+int init_again(const char* sock, uint64_t old_ev, uint64_t old_cc, uint64_t new_ev, uint64_t new_cc,
+               uint64_t offline_ev) {
+  PeerLink p;
+  Basic& b = p.b;
+  if (!setup(sock, &b)) return 2;
+  const auto profiles_are = [&](uint64_t ev, uint64_t cc, const char* what) {
+    smrc_qp_attr q{};
+    expect(smrc_query_qp(b.qp, &q, 0, nullptr) == 0 && q.qp_state == SMRC_QPS_INIT &&
+               q.ev_profile_id == ev && q.cc_profile_id == cc,
+           what, static_cast<long>(q.ev_profile_id * 1000 + q.cc_profile_id));
+  };
+  expect_err(to_init(b.qp, old_ev, old_cc), 0, "RESET -> INIT on the old profiles");
+  smrc_recv_wr rwr{};
+  rwr.wr_id = 88;
+  expect_err(smrc_post_recv(b.qp, &rwr, nullptr), 0, "a receive posted in INIT");
+  smrc_qp_attr a{};
+  a.qp_state = SMRC_QPS_INIT;
+  const uint32_t both = SMRC_QP_STATE | SMRC_QP_EV_PROFILE | SMRC_QP_CC_PROFILE;
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE), 0, "INIT -> INIT naming no profile");
+  profiles_are(old_ev, old_cc, "query_qp: the old profiles, after INIT -> INIT naming none");
+  // The daemon resolves the profiles before it sees the field of RTR, and
+  // then goes back to the old ones; the refusals after this one leave the
+  // profiles alone (the order matters: a last move back would hide them).
+  a.ev_profile_id = new_ev;
+  a.cc_profile_id = new_cc;
+  a.rq_psn = 1;
+  expect_err(smrc_modify_qp(b.qp, &a, both | SMRC_QP_RQ_PSN), EINVAL,
+             "INIT -> INIT to the new profiles with an RTR attribute");
+  a.rq_psn = 0;
+  a.ev_profile_id = 42;
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_EV_PROFILE), ENOENT,
+             "INIT -> INIT to an unknown EV profile");
+  a.ev_profile_id = new_ev;
+  a.cc_profile_id = 42;
+  expect_err(smrc_modify_qp(b.qp, &a, both), ENOENT,
+             "INIT -> INIT to the new EV profile and an unknown CC profile");
+  a.ev_profile_id = offline_ev;
+  a.cc_profile_id = new_cc;
+  expect_err(smrc_modify_qp(b.qp, &a, both), EINVAL,
+             "INIT -> INIT to an OFFLINE EV profile and the new CC profile");
+  profiles_are(old_ev, old_cc, "query_qp: the old profiles, after the refused moves");
+  const auto say_and_wait = [](const char* what) {
+    std::printf("%s\n", what);
+    std::fflush(stdout);
+    char line[16];
+    return std::scanf("%15s", line) == 1 && std::strcmp(line, "go") == 0;
+  };
+  if (!say_and_wait("kept")) return 4;
+
+  // One profile at a time: the one not named stays.
+  a = smrc_qp_attr{};
+  a.qp_state = SMRC_QPS_INIT;
+  a.cc_profile_id = new_cc;
+  expect_err(smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_CC_PROFILE), 0,
+             "INIT -> INIT to the new CC profile");
+  profiles_are(old_ev, new_cc, "query_qp: the old EV profile, the new CC profile");
+  if (!say_and_wait("half")) return 4;
+  a.ev_profile_id = new_ev;
+  expect_err(smrc_modify_qp(b.qp, &a,
+                            SMRC_QP_STATE | SMRC_QP_EV_PROFILE | SMRC_QP_PKEY_INDEX | SMRC_QP_PORT |
+                                SMRC_QP_ACCESS_FLAGS),
+             0, "INIT -> INIT to the new EV profile, with rdma_cm's verbs-only bits");
+  profiles_are(new_ev, new_cc, "query_qp: the new profiles");
+  if (!exchange(b, &p.qpn, &p.rkey, &p.addr, &p.gid)) return 3;
+  a = smrc_qp_attr{};
+  a.qp_state = SMRC_QPS_RTR;
+  a.dgid = p.gid;
+  a.dest_qp_num = p.qpn;
+  a.rq_psn = 1;
+  expect_err(
+      smrc_modify_qp(b.qp, &a, SMRC_QP_STATE | SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN), 0,
+      "INIT -> RTR");
+  a = smrc_qp_attr{};
+  a.qp_state = SMRC_QPS_RTS;
+  a.sq_psn = 1;
+  a.timeout = kLinkTimeout;
+  a.retry_linear = 1;
+  a.retry_exp = kLinkRetryExp;
+  expect_err(smrc_modify_qp(b.qp, &a,
+                            SMRC_QP_STATE | SMRC_QP_SQ_PSN | SMRC_QP_TIMEOUT | SMRC_QP_RETRY_CNT),
+             0, "RTR -> RTS");
+  smrc_sge sge{reinterpret_cast<uintptr_t>(b.mr->addr), 64, b.mr->lkey};
+  smrc_send_wr wr = signaled_write(&sge, p.addr, p.rkey);
+  wr.wr_id = 89;
+  smrc_wc wc{};
+  expect_err(smrc_post_send(b.qp, &wr, nullptr), 0, "post a Write");
+  expect(poll_one(b.cq, &wc, 20000) == 1 && wc.wr_id == 89 && wc.status == SMRC_WC_SUCCESS,
+         "the Write completes", wc.status);
+  std::printf("written\n");
+  std::fflush(stdout);
+  wc = smrc_wc{};
+  expect(poll_one(b.cq, &wc, 20000) == 1 && wc.wr_id == 88 &&
+             wc.opcode == SMRC_WC_RECV_RDMA_WITH_IMM && wc.status == SMRC_WC_SUCCESS &&
+             ntohl(wc.imm_data) == kWimmImm,
+         "the receive posted before INIT -> INIT takes the peer's immediate",
+         static_cast<long>(wc.wr_id * 100 + wc.status));
   std::printf("done\n");
   std::fflush(stdout);
   return failures ? 1 : 0;
@@ -1499,6 +1649,11 @@ int main(int argc, char** argv) {
     return free_in_flight(argv[2], std::strcmp(argv[3], "writer") == 0);
   if (mode == "recv_behind_sends" && argc == 4)
     return recv_behind_sends(argv[2], std::strcmp(argv[3], "deep") == 0);
+  if (mode == "init_again" && argc == 8) {
+    uint64_t id[5];
+    for (int i = 0; i < 5; ++i) id[i] = std::strtoull(argv[3 + i], nullptr, 0);
+    return init_again(argv[2], id[0], id[1], id[2], id[3], id[4]);
+  }
   if (mode == "contexts" && argc == 3) return contexts(argv[2]);
   if (mode == "hog" && argc == 4) return hog(argv[2], std::atoi(argv[3]));
   if (mode == "port_events" && argc == 4)

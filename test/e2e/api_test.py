@@ -44,6 +44,16 @@ programs written against libsoftmrc. One --case per test:
                        profile's, the profile cannot go OFFLINE while used
                        (EBUSY), a profile EV denied reaches the QP (events
                        name it), and it is detached when the application goes
+  init_again           INIT -> INIT, as rdma_cm does before RTR: refused
+                       moves (a field of RTR, an unknown or OFFLINE
+                       profile) keep the QP on its profiles, attached
+                       (EBUSY); moves to smrcctl's other profiles, the CC
+                       one then the EV one, show in query_qp, the old ones
+                       may go OFFLINE and the new not (EBUSY), the QP's
+                       EVs (and their states) and window are the new
+                       profiles'; it connects, a Write completes, and a
+                       receive posted before the moves takes the peer's
+                       immediate
   reports              an application QP in telemetry and smrcctl (owner,
                        counters that grow), the traffic generator's marked
   sigterm_flush        SIGTERM under a stream: the QP's outstanding work
@@ -833,6 +843,87 @@ def case_profiles(args):
         print('ok: detached when the application went; the profiles go OFFLINE')
         rx.proc.kill()
         rx.proc.wait()
+    with_pair(args, body)
+
+
+def case_init_again(args):
+    def body(a, b):
+        # The old profiles EV 10 and CC 3, the new EV 12 and CC 4, all
+        # ONLINE; EV 11 OFFLINE. EV 12's values differ from EV 10's, CC 4
+        # (NSCC) limits the window and CC 3 (none) does not.
+        for ev, base in ((10, '0xd000'), (11, '0xc000'), (12, '0xe000')):
+            ctl(args, 'a', 'profile', 'ev', 'create', str(ev))
+            ctl(args, 'a', 'profile', 'ev', 'set', str(ev), 'mode', 'generated', 'fmt', '1',
+                'count', '8', 'fields', f'16:{base}:0:3:0x3', 'state', 'offline')
+        ctl(args, 'a', 'profile', 'cc', 'create', '3')
+        ctl(args, 'a', 'profile', 'cc', 'set', '3', 'algorithm', 'none', 'state', 'offline')
+        ctl(args, 'a', 'profile', 'cc', 'create', '4')
+        ctl(args, 'a', 'profile', 'cc', 'set', '4', 'algorithm', 'nscc', 'link_gbps', '10',
+            'base_rtt_us', '50', 'state', 'offline')
+        for kind, pid in (('ev', 10), ('ev', 12), ('cc', 3), ('cc', 4)):
+            ctl(args, 'a', 'profile', kind, 'set', str(pid), 'state', 'online')
+        # EV 12's entry 2 DENIED: the QP's EV 2 starts DENIED once it moves there.
+        stored = ctl(args, 'a', 'profile', 'ev', 'show', '12')['evs'][2]
+        ctl(args, 'a', 'profile', 'ev', 'ev-state', '12', stored['value'], '1', 'denied')
+
+        def attached():
+            return [ctl(args, 'a', 'profile', kind, 'show', str(pid))['attached_qps']
+                    for kind, pid in (('ev', 10), ('cc', 3), ('ev', 12), ('cc', 4))]
+
+        qp = App([args.helper, 'init_again', sock(args, 'app-a'), '10', '3', '12', '4', '11'])
+        peer = App([args.helper, 'recv_behind_sends', sock(args, 'app-b'), 'wimm'])
+        qp.read_line(r'^kept$')
+        check(attached() == [1, 1, 0, 0],
+              f'after the refused moves, attached QPs of EV 10, CC 3, EV 12, CC 4: {attached()}')
+        ctl(args, 'a', 'profile', 'ev', 'set', '10', 'state', 'offline', want='EBUSY')
+        ctl(args, 'a', 'profile', 'cc', 'set', '3', 'state', 'offline', want='EBUSY')
+        print('ok: refused INIT -> INIT moves leave the QP attached to its old profiles')
+        qp.send('go')
+        qp.read_line(r'^half$')
+        check(attached() == [1, 0, 0, 1],
+              f'after the move of the CC profile, attached QPs of EV 10, CC 3, EV 12, CC 4: '
+              f'{attached()}')
+        print('ok: INIT -> INIT naming the CC profile moves that one only')
+        qp.send('go')
+
+        qpn = connect(qp, peer)
+        qp.read_line(r'^written$', timeout=30)
+        check(attached() == [0, 0, 1, 1],
+              f'after the move, attached QPs of EV 10, CC 3, EV 12, CC 4: {attached()}')
+        ctl(args, 'a', 'profile', 'ev', 'set', '12', 'state', 'offline', want='EBUSY')
+        ctl(args, 'a', 'profile', 'cc', 'set', '4', 'state', 'offline', want='EBUSY')
+        ctl(args, 'a', 'profile', 'ev', 'set', '10', 'state', 'offline')
+        ctl(args, 'a', 'profile', 'cc', 'set', '3', 'state', 'offline')
+        print('ok: after INIT -> INIT the old profiles go OFFLINE, the new ones are in use '
+              '(EBUSY)')
+        evs = ctl(args, 'a', 'ev', 'show', 'a', str(qpn))
+        check([e['value'] for e in evs] == ['0xe000', '0xe000', '0xe001', '0xe001', '0xe002',
+                                            '0xe002', '0xe003', '0xe003'],
+              f"the QP's EVs are not EV profile 12's: {evs}")
+        # (Another EV may be ASSUMED_BAD for a while: the first Write can
+        # reach the peer before its QP is in RTR.)
+        check([e['state'] == 'DENIED' for e in evs] == [False] * 2 + [True] + [False] * 5,
+              f"the QP's EV states are not EV profile 12's: {evs}")
+        ctl(args, 'a', 'profile', 'ev', 'ev-state', '12', stored['value'], '1', 'good')
+        wait_for('EV 2 GOOD', lambda: ctl(args, 'a', 'ev', 'show', 'a',
+                                          str(qpn))[2]['state'] == 'GOOD')
+        print("ok: the QP's EVs are the new profile's, with their states, and follow it")
+        cwnd = wait_for('the QP in the stats', lambda: ctl(
+            args, 'a', 'stats', 'qp', 'a', str(qpn))[0]['cwnd_bytes'])
+        check(cwnd < 1 << 40, f"the QP's window is not CC profile 4's (NSCC): {cwnd}")
+        print("ok: the QP's congestion control is the new profile's")
+
+        peer.send('go')
+        qp.read_line(r'^done$', timeout=30)
+        peer.send('done')
+        code, out = peer.finish()
+        check(code == 0 and 'FAIL' not in out, f'wimm exit {code}: {out}')
+        code, out = qp.finish()
+        print(out, end='')
+        check(code == 0 and 'FAIL' not in out and out.count('ok: ') >= 16,
+              f'init_again exit {code}: {out}')
+        print('ok: the QP connected on the new profiles, its Write completed and the receive '
+              'posted before INIT -> INIT took the immediate')
     with_pair(args, body)
 
 

@@ -147,9 +147,75 @@ TEST_F(QpLifecycle, SkippingAStateIsRefused) {
   EXPECT_STREQ(to_rtr().reason(), "modify: transition not allowed");
   EXPECT_FALSE(to_rts().ok());
   ASSERT_TRUE(to_init().ok());
-  EXPECT_FALSE(to_init().ok());
   EXPECT_FALSE(to_rts().ok());
   EXPECT_EQ(state(), QpState::kInit);
+  ASSERT_TRUE(to_rtr().ok());
+  EXPECT_STREQ(to_init().reason(), "modify: transition not allowed") << "RTR -> INIT";
+  EXPECT_EQ(state(), QpState::kRtr);
+}
+
+// INIT -> INIT, as rdma_cm does before RTR: the profiles it names replace
+// the QP's, those it does not name stay, and so do the receives posted in
+// INIT. With no profile it changes nothing.
+TEST_F(QpLifecycle, InitAgainReplacesTheProfilesItNamesAndKeepsTheReceives) {
+  ASSERT_TRUE(to_init().ok());
+  ASSERT_TRUE(ep.post_recv(qpn, RecvRequest{7}).ok());
+  const Qp& q = *ep.qp(qpn);
+  QpAttr a;
+  a.state = QpState::kInit;
+  ASSERT_TRUE(ep.modify_qp(qpn, a, kAttrState, 0).ok()) << "no profile named";
+  EXPECT_EQ(state(), QpState::kInit);
+  EXPECT_EQ(q.evs().size(), 4u);
+  EXPECT_EQ(q.attr().cc.algorithm, CcAlgorithm::kNone);
+
+  a.cc.algorithm = CcAlgorithm::kNscc;
+  a.cc.nscc = default_nscc_params(10'000'000'000, 50'000, 4096);
+  ASSERT_TRUE(ep.modify_qp(qpn, a, kAttrState | kAttrCcProfile, 0).ok()) << "the CC profile";
+  EXPECT_EQ(q.attr().cc.algorithm, CcAlgorithm::kNscc);
+  EXPECT_EQ(q.evs().size(), 4u) << "the EV profile, not named, stays";
+
+  // A plane that went down in INIT is down in the new EV set too.
+  ep.set_plane_up(1, false, 0);
+  std::vector<EvEntry> two(2);
+  two[1].plane = 1;
+  a.evs = two;
+  a.ev_config.num_planes = 2;
+  a.ev_config.probe_initial_ns = 10'000;
+  a.ev_config.probe_max_ns = 100'000;
+  ASSERT_TRUE(ep.modify_qp(qpn, a, kAttrState | kAttrEvProfile, 0).ok()) << "the EV profile";
+  EXPECT_EQ(q.evs().size(), 2u);
+  EXPECT_TRUE(q.evs().plane_up(0));
+  EXPECT_FALSE(q.evs().plane_up(1));
+  EXPECT_EQ(q.attr().cc.algorithm, CcAlgorithm::kNscc) << "the CC profile, not named, stays";
+  EXPECT_EQ(q.recv_queue_depth(), 1u) << "the receive posted in INIT";
+
+  // Refused: an EV profile the checks or the EV set refuse (the CC profile
+  // named with it is not taken either), a field of RTR. The QP keeps both
+  // its profiles.
+  a.cc = CcProfile{};
+  a.ev_config.min_active = 3;
+  EXPECT_STREQ(ep.modify_qp(qpn, a, kAttrState | kAttrEvProfile | kAttrCcProfile, 0).reason(),
+               "ev profile: min_active not 1..the EV count");
+  a.ev_config.min_active = 1;
+  a.ev_config.probe_initial_ns = 0;
+  EXPECT_STREQ(ep.modify_qp(qpn, a, kAttrState | kAttrEvProfile | kAttrCcProfile, 0).reason(),
+               "probe_initial_ns is 0");
+  a.ev_config.probe_initial_ns = 10'000;
+  a.rq_psn = 5;
+  EXPECT_STREQ(ep.modify_qp(qpn, a, kAttrState | kAttrEvProfile | kAttrRqPsn, 0).reason(),
+               "modify: attribute not settable in this transition");
+  EXPECT_EQ(state(), QpState::kInit);
+  EXPECT_EQ(q.evs().size(), 2u);
+  EXPECT_EQ(q.attr().cc.algorithm, CcAlgorithm::kNscc);
+
+  ASSERT_TRUE(to_rtr().ok());
+  ASSERT_TRUE(to_rts().ok());
+  a = QpAttr{};
+  a.state = QpState::kError;
+  ASSERT_TRUE(ep.modify_qp(qpn, a, kAttrState, 0).ok());
+  Completion c[2];
+  ASSERT_EQ(ep.poll_completions(c, 2), 1u);
+  EXPECT_EQ(c[0].wr_id, 7u) << "the receive posted before INIT -> INIT, flushed at ERR";
 }
 
 TEST_F(QpLifecycle, InitRequiresAnEvProfileOnKnownPlanes) {

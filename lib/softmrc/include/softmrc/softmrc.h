@@ -351,6 +351,8 @@ enum smrc_qp_caps {
  *
  *   RESET -> INIT  SMRC_QP_EV_PROFILE, SMRC_QP_CC_PROFILE (both optional:
  *                  0 or absent takes the daemon's default profiles)
+ *   INIT  -> INIT  the same (optional: each moves the QP to that profile,
+ *                  with neither nothing changes; receives posted stay)
  *   INIT  -> RTR   SMRC_QP_AV, SMRC_QP_DEST_QPN, SMRC_QP_RQ_PSN (required);
  *                  SMRC_QP_PATH_MTU, SMRC_QP_MPR_DEST, SMRC_QP_MAX_WIMM_DEST,
  *                  SMRC_QP_CAPS
