@@ -101,6 +101,7 @@ void ports_report(Daemon& d, int only, Report* out) {
       r.num("link_interrupt", port.link_interrupt());
       r.num("link_interrupts", port.link_interrupts());
       r.num("reconnects", port.reconnects());
+      r.num("reconnect_failures", port.reconnect_failures());
       r.num("unmap_guard_timeouts", port::unmap_guard::wait_timeouts());  // the process's
       r.num("rx_ipv4_checksum", port.rx_ipv4_checksum());
       rte_eth_stats st{};

@@ -13,12 +13,15 @@
 #include <rte_ring.h>
 
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "eal_environment.h"
 #include "port/ethdev/ethdev_port.h"
@@ -301,6 +304,89 @@ TEST_F(MemifPair, FramesFlowAndFarewellsAreTakenOutOfBursts) {
   EXPECT_FALSE(server.peer_closing());
   EthdevPort* both[] = {&server, &client};
   EthdevPort::close_all(both);
+}
+
+// A memif server that is alive but accepts nothing (stopped, hung): its
+// listen backlog full of connections it never took.
+class HungServer {
+ public:
+  HungServer() {
+    path_ = "/tmp/smrcd-port-test-hung-" + std::to_string(::getpid()) + ".sock";
+    ::unlink(path_.c_str());
+    listener_ = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path_.c_str(), sizeof(a.sun_path) - 1);
+    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    EXPECT_EQ(::listen(listener_, 0), 0);
+    for (int i = 0; i < 8; ++i) {  // until the backlog takes no more
+      const int c = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+      queued_.push_back(c);
+      if (::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) break;
+    }
+    EXPECT_EQ(errno, EAGAIN) << "the backlog never filled";
+  }
+  ~HungServer() {
+    close_listener();
+    for (int c : queued_) ::close(c);
+    ::unlink(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  // What a connect() waiting for it then gets: refused.
+  void close_listener() {
+    if (listener_ >= 0) ::close(listener_);
+    listener_ = -1;
+  }
+
+ private:
+  std::string path_;
+  int listener_ = -1;
+  std::vector<int> queued_;
+};
+
+// Runs `step` on a thread of its own; false if it has not returned within
+// 5 s (then `server` closes, which ends a connect() waiting for it).
+template <typename Step>
+bool returns_at_once(HungServer& server, Step step) {
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    step();
+    done.store(true);
+  });
+  for (int i = 0; i < 5000 && !done.load(); ++i) usleep(1000);
+  const bool in_time = done.load();
+  if (!in_time) server.close_listener();
+  t.join();
+  return in_time;
+}
+
+// A memif client port connects when it starts, and again on each
+// reconnect, on the lcore that owns it: a connect() that waited for a
+// server that accepts nothing would stop that lcore and every other port
+// it polls. It fails at once instead, and the port tries again later.
+TEST(EthdevPort, AMemifClientDoesNotWaitForAServerThatAcceptsNothing) {
+  HungServer server;
+  uint16_t id = 0;
+  std::string err;
+  ASSERT_TRUE(EthdevPort::attach(
+      "net_memif_hungc0,role=client,id=0,socket=" + server.path() + ",socket-abstract=no", &id,
+      &err))
+      << err;
+  EthdevPort port;
+  ASSERT_TRUE(port.open(id, small_port(), &err)) << err;
+  bool started = false;
+  ASSERT_TRUE(returns_at_once(server, [&] { started = port.start(&err); }))
+      << "start() waited for the server";
+  ASSERT_TRUE(started) << err;  // a memif client may start without its server
+  EXPECT_FALSE(port.link_up());
+  // The first reconnect is due kReconnectFirstUs after the failed start.
+  rte_delay_us_sleep(EthdevPort::kReconnectFirstUs + 10'000);
+  ASSERT_TRUE(returns_at_once(server, [&] { port.poll_link(rte_rdtsc()); }))
+      << "a reconnect waited for the server";
+  EXPECT_EQ(port.reconnect_failures(), 1u);
+  EXPECT_EQ(port.reconnects(), 0u);
+  EXPECT_FALSE(port.link_up());
+  port.close();
 }
 
 // A page that EAL's interrupt thread unmaps (an alarm's callback runs

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "port/ethdev/connect_guard.h"
 #include "sys/socket_file.h"
 
 namespace softmrc::port {
@@ -195,8 +196,15 @@ bool EthdevPort::open(uint16_t port_id, const EthdevPortConfig& cfg, std::string
   return true;
 }
 
+// A memif client's start connects to its server; never a wait (connect_guard.h).
+int EthdevPort::dev_start() {
+  if (link_end_ != LinkEnd::kClient) return rte_eth_dev_start(port_id_);
+  const connect_guard::NonBlocking no_wait;
+  return rte_eth_dev_start(port_id_);
+}
+
 bool EthdevPort::start(std::string* err) {
-  const int ret = rte_eth_dev_start(port_id_);
+  const int ret = dev_start();
   // A memif client whose server is not there yet waits for it, its link
   // down, as it would for a server that went away.
   if (ret != 0 && link_end_ != LinkEnd::kClient) {
@@ -387,8 +395,9 @@ void EthdevPort::reconnect(uint64_t now_tsc) {
     started_ = false;
   }
   restarting_ = off_ = true;
-  // Fails while nothing listens on the server's socket (memif logs it).
-  if (rte_eth_dev_start(port_id_) == 0) {
+  // Fails while nothing listens on the server's socket, or the server
+  // accepts nothing (memif logs it).
+  if (dev_start() == 0) {
     started_ = true;
     restarting_ = false;
     off_ = kept_off_;
@@ -397,6 +406,7 @@ void EthdevPort::reconnect(uint64_t now_tsc) {
     // retried after the longest interval.
     reconnect_wait_tsc_ = most;
   } else {
+    reconnect_failures_.fetch_add(1, std::memory_order_relaxed);
     reconnect_wait_tsc_ = std::min(reconnect_wait_tsc_ * 2, most);
   }
   next_reconnect_tsc_ = now_tsc + reconnect_wait_tsc_;

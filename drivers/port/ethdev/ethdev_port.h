@@ -23,7 +23,9 @@
 // daemon or smrc-fabric restarted), start() lets a net_memif client port
 // fail to connect, and poll_link() restarts such a port whose link is
 // down, on the owning lcore, at growing intervals (kReconnectFirstUs
-// doubling to kReconnectMaxUs); no burst reaches the port meanwhile.
+// doubling to kReconnectMaxUs); no burst reaches the port meanwhile, and
+// the connect never waits for a server that accepts nothing
+// (connect_guard.h).
 #pragma once
 
 #include <rte_ethdev.h>
@@ -117,8 +119,12 @@ class EthdevPort {
   // the PMD.
   bool peer_closing() const { return kept_off_; }
   // Restarts of a memif client that brought its link back (on the owning
-  // lcore's side).
+  // lcore's side), and those that found no server, or one that accepts
+  // nothing.
   uint64_t reconnects() const { return reconnects_.load(std::memory_order_relaxed); }
+  uint64_t reconnect_failures() const {
+    return reconnect_failures_.load(std::memory_order_relaxed);
+  }
 
   // Test and benchmark hooks: functions DPDK runs inside every RX (after
   // the PMD) or TX (before the PMD) burst of the port, on the polling lcore.
@@ -155,6 +161,8 @@ class EthdevPort {
   // ring had no room for. Returns 0.
   uint16_t keep_off();
   bool read_link();
+  // rte_eth_dev_start; a memif client's connect to its server does not wait.
+  int dev_start();
   // A memif client with its link down: stops the port and starts it again
   // (a connect to the server), at most once per reconnect interval.
   void reconnect(uint64_t now_tsc);
@@ -178,6 +186,7 @@ class EthdevPort {
   uint64_t reconnect_wait_tsc_ = 0;  // the interval now, doubling to kReconnectMaxUs
   uint64_t next_reconnect_tsc_ = 0;
   std::atomic<uint64_t> reconnects_{0};
+  std::atomic<uint64_t> reconnect_failures_{0};
   bool kept_off_ = false;    // the peer said BYE: no bursts
   bool ack_owed_ = false;    // ... and our BYE_ACK is not sent yet
   bool peer_gone_ = false;   // ... and the link has gone down since
