@@ -815,23 +815,19 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
         a.state = to;
         uint32_t em = engine::kAttrState;
         uint32_t allowed = SMRC_QP_STATE, required = 0;
-        if (from == engine::QpState::kReset && to == engine::QpState::kInit && attaching) {
+        if (to == engine::QpState::kInit &&
+            ((from == engine::QpState::kReset && attaching) ||
+             (from == engine::QpState::kInit && (moving || named == 0)))) {
+          // From RESET the QP takes both profiles; at INIT -> INIT those named.
+          const bool fresh = from == engine::QpState::kReset;
           allowed |= SMRC_QP_EV_PROFILE | SMRC_QP_CC_PROFILE;
-          a.evs = prof.evs;
-          a.ev_config = prof.ev_config;
-          a.ev_config.num_planes = static_cast<uint8_t>(t.num_planes());
-          a.cc = prof.cc;
-          em |= engine::kAttrEvProfile | engine::kAttrCcProfile;
-        } else if (from == engine::QpState::kInit && to == engine::QpState::kInit &&
-                   (moving || named == 0)) {
-          allowed |= SMRC_QP_EV_PROFILE | SMRC_QP_CC_PROFILE;
-          if (mask & SMRC_QP_EV_PROFILE) {
+          if (fresh || (mask & SMRC_QP_EV_PROFILE)) {
             a.evs = prof.evs;
             a.ev_config = prof.ev_config;
             a.ev_config.num_planes = static_cast<uint8_t>(t.num_planes());
             em |= engine::kAttrEvProfile;
           }
-          if (mask & SMRC_QP_CC_PROFILE) {
+          if (fresh || (mask & SMRC_QP_CC_PROFILE)) {
             a.cc = prof.cc;
             em |= engine::kAttrCcProfile;
           }
