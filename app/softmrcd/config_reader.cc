@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "cli/number.h"
 #include "engine/qp_attr.h"
 
 namespace softmrc::softmrcd {
@@ -178,18 +179,14 @@ uint64_t whole_number(const YAML::Node& v, const std::string& key, uint64_t lo, 
 
 double decimal_number(const YAML::Node& v, const std::string& key, double lo, double hi) {
   const std::string s = v.IsScalar() ? v.Scalar() : "";
-  const char* end = s.data() + s.size();
   double x = 0;
-  // Unlike strtod, from_chars takes no space, '+', hex or locale's comma.
-  const auto [at, ec] = std::from_chars(s.data(), end, x, std::chars_format::general);
-  if (s.empty() || at != end || ec != std::errc() || !std::isfinite(x))
-    fail(key, quoted(v) + " is not a number");
+  if (!cli::parse_decimal(s, &x)) fail(key, quoted(v) + " is not a number");
   if (x < lo || x > hi) {
     std::ostringstream m;
     m << s << " is out of range " << lo << ".." << hi;
     fail(key, m.str());
   }
-  return x + 0.0;  // -0 is 0
+  return x;
 }
 
 void check_unique_keys(const YAML::Node& node, const std::string& path) {

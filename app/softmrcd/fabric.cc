@@ -6,7 +6,6 @@
 #include <rte_ethdev.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 
@@ -48,14 +47,11 @@ const char* direction_name(LinkDirection d) {
   return "?";
 }
 
-// A decimal number as the configuration spells it (config_reader.h):
-// strtod would also take leading spaces, '+' and hex.
+// A decimal number as the configuration spells it, in [lo, hi].
 bool parse_double(const std::string& s, double lo, double hi, double* out) {
   double v = 0;
-  const char* end = s.data() + s.size();
-  const auto [at, ec] = std::from_chars(s.data(), end, v, std::chars_format::general);
-  if (s.empty() || ec != std::errc() || at != end || !(v >= lo && v <= hi)) return false;
-  *out = v + 0.0;  // -0 is 0, and is logged and shown so
+  if (!cli::parse_decimal(s, &v) || v < lo || v > hi) return false;
+  *out = v;
   return true;
 }
 

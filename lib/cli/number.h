@@ -1,6 +1,6 @@
-// Numbers from the command line and from operators' commands, checked
-// strictly: decimal digits only (no sign, no spaces, no trailing text),
-// within a range the caller names in its message.
+// Numbers from the command line, operators' commands and configuration
+// files, checked strictly: decimal only (no spaces, '+', hex or trailing
+// text); the caller names the range in its message.
 #pragma once
 
 #include <cstdint>
@@ -10,5 +10,9 @@ namespace softmrc::cli {
 
 // False, leaving *out alone, unless `s` is a decimal integer in [lo, hi].
 bool parse_uint(std::string_view s, uint64_t lo, uint64_t hi, uint64_t* out);
+
+// False, leaving *out alone, unless `s` is a finite number in decimal
+// notation ("1.25", ".5", "-2", "1e-3"); "-0" reads as 0.
+bool parse_decimal(std::string_view s, double* out);
 
 }  // namespace softmrc::cli
