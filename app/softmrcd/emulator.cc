@@ -186,9 +186,9 @@ void EmulatedHop::admit_one(rte_mbuf* m, uint64_t now_ns) {
                                ? m->pkt_len - f.header_bytes - wire::kIcrcLen
                                : 0;
   // The model draws for any packet off the priority class; only data with
-  // a payload has a byte to change.
-  // A chained frame's payload may be the sender's registered memory, sent
-  // in place: the switch changes its own copy, made in the first segment.
+  // a payload has a byte to change. A chained frame's payload may be the
+  // sender's registered memory, sent in place: the switch changes its own
+  // copy, made in the first segment.
   if (pm.corrupted != fabric::Corruption::kNone && payload != 0) {
     if (rte_pktmbuf_linearize(m) == 0)
       corrupt(m, f.header_bytes, payload, pm.corrupted);
