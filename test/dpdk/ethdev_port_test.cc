@@ -1,8 +1,9 @@
 // The ethdev port driver on vdevs: net_null TX/RX smoke, a net_ring port
 // that loops frames back byte for byte, link state changes seen by
 // polling, the refusals (unknown device, multi-segment TX on a PMD
-// without it), the farewell of a net_memif pair in this process, and the
-// unmap guard (an munmap on EAL's interrupt thread waits for the burst in
+// without it), the farewell of a net_memif pair in this process, a memif
+// client's restart on the interrupt thread and its connect that never
+// waits, and the unmap guard (an munmap on EAL's interrupt thread waits for the burst in
 // progress). One EAL for the whole binary (--no-huge, its own prefix).
 #include <gtest/gtest.h>
 #include <rte_alarm.h>
@@ -19,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -369,10 +371,11 @@ bool returns_at_once(HungServer& server, Step step) {
   return in_time;
 }
 
-// A memif client port connects when it starts, and again on each
-// reconnect, on the lcore that owns it: a connect() that waited for a
-// server that accepts nothing would stop that lcore and every other port
-// it polls. It fails at once instead, and the port tries again later.
+// A memif client port connects when it starts (on the control thread) and
+// again on each reconnect (on EAL's interrupt thread): a connect() that
+// waited for a server that accepts nothing would stop that thread and
+// everything it serves. It fails at once instead, and the port tries again
+// later.
 TEST(EthdevPort, AMemifClientDoesNotWaitForAServerThatAcceptsNothing) {
   HungServer server;
   uint16_t id = 0;
@@ -388,14 +391,118 @@ TEST(EthdevPort, AMemifClientDoesNotWaitForAServerThatAcceptsNothing) {
       << "start() waited for the server";
   ASSERT_TRUE(started) << err;  // a memif client may start without its server
   EXPECT_FALSE(port.link_up());
-  // The first reconnect is due kReconnectFirstUs after the failed start.
+  // The first reconnect is due kReconnectFirstUs after the failed start;
+  // the polls take its outcome.
   rte_delay_us_sleep(EthdevPort::kReconnectFirstUs + 10'000);
-  ASSERT_TRUE(returns_at_once(server, [&] { port.poll_link(rte_rdtsc()); }))
-      << "a reconnect waited for the server";
+  ASSERT_TRUE(returns_at_once(server, [&] {
+    for (int i = 0; i < 10'000 && port.reconnect_failures() == 0; ++i) {
+      port.poll_link(rte_rdtsc());
+      usleep(1000);
+    }
+  })) << "a reconnect waited for the server";
   EXPECT_EQ(port.reconnect_failures(), 1u);
   EXPECT_EQ(port.reconnects(), 0u);
   EXPECT_FALSE(port.link_up());
   port.close();
+}
+
+// Holds EAL's interrupt thread in an alarm's callback until released (at
+// most 10 s): alarms and interrupts wait meanwhile.
+class InterruptThreadHeld {
+ public:
+  InterruptThreadHeld() {
+    EXPECT_EQ(rte_eal_alarm_set(1, &hold, this), 0);
+    for (int i = 0; i < 5000 && !held_.load(); ++i) usleep(1000);
+    EXPECT_TRUE(held_.load()) << "the interrupt thread ran no alarm";
+  }
+  ~InterruptThreadHeld() { release(); }
+  void release() {
+    released_.store(true);
+    while (held_.load() && !done_.load()) usleep(100);
+  }
+
+ private:
+  static void hold(void* arg) {
+    auto* self = static_cast<InterruptThreadHeld*>(arg);
+    self->held_.store(true);
+    for (int i = 0; i < 100'000 && !self->released_.load(); ++i) usleep(100);
+    self->done_.store(true);
+  }
+
+  std::atomic<bool> held_{false};
+  std::atomic<bool> released_{false};
+  std::atomic<bool> done_{false};
+};
+
+// Returns once the interrupt thread has run every alarm set before (at
+// most 5 s): alarms run in the order they are due.
+void drain_interrupt_thread() {
+  std::atomic<bool> ran{false};
+  ASSERT_EQ(rte_eal_alarm_set(
+                1, [](void* arg) { static_cast<std::atomic<bool>*>(arg)->store(true); }, &ran),
+            0);
+  for (int i = 0; i < 5000 && !ran.load(); ++i) usleep(1000);
+  ASSERT_TRUE(ran.load()) << "the interrupt thread ran no alarm in 5 s";
+}
+
+// A memif client on a socket nothing listens on, started (its link down),
+// its first reconnect due.
+void open_lonely_client(const char* name, EthdevPort* port) {
+  const std::string path = "/tmp/smrcd-port-test-nobody-" + std::to_string(::getpid()) + ".sock";
+  ::unlink(path.c_str());
+  uint16_t id = 0;
+  std::string err;
+  ASSERT_TRUE(EthdevPort::attach(
+      std::string(name) + ",role=client,id=0,socket=" + path + ",socket-abstract=no", &id, &err))
+      << err;
+  ASSERT_TRUE(port->open(id, small_port(), &err)) << err;
+  ASSERT_TRUE(port->start(&err)) << err;
+  ASSERT_FALSE(port->link_up());
+  rte_delay_us_sleep(EthdevPort::kReconnectFirstUs + 10'000);
+}
+
+// memif's handshake and disconnect run on the interrupt thread with no
+// lock against a stop from another thread, so a reconnect's restart runs
+// there too: the lcore that asks for it goes on (its other ports polled),
+// makes no burst on the port, and takes the outcome once the interrupt
+// thread has run it.
+TEST(EthdevPort, AMemifClientIsRestartedOnTheInterruptThreadNotOnItsLcore) {
+  EthdevPort port;
+  open_lonely_client("net_memif_lonely0", &port);
+  {
+    InterruptThreadHeld held;
+    port.poll_link(rte_rdtsc());
+    EXPECT_EQ(port.reconnect_failures(), 0u) << "restarted on the polling thread";
+    rte_mbuf* m = frame_with(3, 60);
+    EXPECT_EQ(port.tx_burst(&m, 1), 0);  // no burst while it restarts
+    rte_pktmbuf_free(m);
+    rte_delay_us_sleep(1000);
+    port.poll_link(rte_rdtsc());  // nothing to take yet, nor asked again
+    EXPECT_EQ(port.reconnect_failures(), 0u);
+  }
+  drain_interrupt_thread();
+  EXPECT_EQ(port.reconnect_failures(), 0u) << "taken by the lcore, not the interrupt thread";
+  port.poll_link(rte_rdtsc());
+  EXPECT_EQ(port.reconnect_failures(), 1u);  // nothing listens: the restart failed
+  EXPECT_EQ(port.reconnects(), 0u);
+  EXPECT_FALSE(port.link_up());
+  port.close();
+}
+
+// A port destroyed (the daemon shutting down) while its restart waits for
+// the interrupt thread drops the restart: nothing runs on it afterwards.
+TEST(EthdevPort, APortClosedWithItsRestartQueuedDropsTheRestart) {
+  alignas(EthdevPort) unsigned char storage[sizeof(EthdevPort)];
+  auto* port = new (storage) EthdevPort;
+  open_lonely_client("net_memif_lonely1", port);
+  {
+    InterruptThreadHeld held;
+    port->poll_link(rte_rdtsc());
+    port->~EthdevPort();
+    std::memset(storage, 0xA5, sizeof(storage));
+  }
+  drain_interrupt_thread();
+  for (unsigned char b : storage) ASSERT_EQ(b, 0xA5) << "the restart ran on the destroyed port";
 }
 
 // A page that EAL's interrupt thread unmaps (an alarm's callback runs

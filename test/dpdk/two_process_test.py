@@ -686,11 +686,19 @@ def case_fabric_killed(args):
         b = daemon(args, 'fkilled', 'b', ports['b'], traffic).start()
         daemons.append(b)
         t = Telemetry(telemetry_socket(b.prefix))
+
+        def every_link_up():
+            # b verifying more needs one plane only: every link must be back
+            # before the next kill, or one reconnect would cover two kills.
+            return all(p['link_up'] for d, me in ((a, 'a'), (b, 'b'))
+                       for p in Telemetry(telemetry_socket(d.prefix))
+                       .query(f'/softmrc/ports,{me}').values())
+
         for turn in range(3):
             before = row(t, '/softmrc/stats', 'b')['txgen_verified']
-            wait_for(f'turn {turn}: b to verify more',
-                     lambda: row(t, '/softmrc/stats', 'b')['txgen_verified'] > before + 50,
-                     timeout=30, output=both_output(a, b))
+            wait_for(f'turn {turn}: b to verify more, every link up',
+                     lambda: row(t, '/softmrc/stats', 'b')['txgen_verified'] > before + 50
+                     and every_link_up(), timeout=30, output=both_output(a, b))
             f.kill()
             time.sleep(0.5)
             check(a.proc.poll() is None and b.proc.poll() is None,
@@ -699,9 +707,9 @@ def case_fabric_killed(args):
             daemons.append(f)
             print(f'turn {turn}: fabric killed and restarted')
         before = row(t, '/softmrc/stats', 'b')['txgen_verified']
-        wait_for('b to verify more after the last restart',
-                 lambda: row(t, '/softmrc/stats', 'b')['txgen_verified'] > before + 50,
-                 timeout=30, output=both_output(a, b))
+        wait_for('b to verify more after the last restart, every link up',
+                 lambda: row(t, '/softmrc/stats', 'b')['txgen_verified'] > before + 50
+                 and every_link_up(), timeout=30, output=both_output(a, b))
         for d, me in ((a, 'a'), (b, 'b')):
             ports = Telemetry(telemetry_socket(d.prefix)).query(f'/softmrc/ports,{me}')
             # Each time the first tries, 100 ms on, find the dead fabric's socket.

@@ -4,8 +4,9 @@
 // UNIX socket, inside rte_eth_dev_start. A server that is alive but does
 // not accept (stopped, hung) fills its listen backlog (memif listens with
 // one) after a connection or two, and the next connect() then waits until
-// it accepts: the lcore that restarts its port to reconnect (EthdevPort)
-// would stop polling all its other ports with it. So this process
+// it accepts: the thread that restarts the port to reconnect (EAL's
+// interrupt thread, EthdevPort) would stop serving every other port's
+// interrupts and alarms with it. So this process
 // interposes connect: while a NonBlocking is in scope on the calling
 // thread, a UNIX socket connects as a non-blocking one does, and a full
 // backlog fails at once (EAGAIN), which memif reports as a failed start;

@@ -1,6 +1,7 @@
 // The ethdev port driver (see ethdev_port.h).
 #include "port/ethdev/ethdev_port.h"
 
+#include <rte_alarm.h>
 #include <rte_cycles.h>
 #include <rte_dev.h>
 #include <rte_devargs.h>
@@ -222,8 +223,20 @@ bool EthdevPort::start(std::string* err) {
 }
 
 void EthdevPort::stop() {
+  settle_restart();
   if (started_) rte_eth_dev_stop(port_id_);
   started_ = false;
+}
+
+void EthdevPort::settle_restart() {
+  if (restart_.load(std::memory_order_acquire) == kIdle) return;
+  // Waits for a restart the interrupt thread is running; one still queued
+  // is dropped, and the port stays as the lcore left it.
+  if (rte_eal_alarm_cancel(&EthdevPort::restart, this) > 0) {
+    restart_.store(kIdle, std::memory_order_relaxed);
+    return;
+  }
+  take_restart(rte_rdtsc());
 }
 
 void EthdevPort::close() {
@@ -253,6 +266,7 @@ void EthdevPort::close() {
 void EthdevPort::close_all(std::span<EthdevPort* const> ports) {
   std::vector<EthdevPort*> waiting;
   for (EthdevPort* p : ports) {
+    p->settle_restart();
     if (p->link_end_ == LinkEnd::kNone || !p->started_) {
       p->close();
       continue;
@@ -383,22 +397,38 @@ bool EthdevPort::poll_link(uint64_t now_tsc) {
   }
   next_link_poll_tsc_ = now_tsc + link_poll_tsc_;
   const bool changed = read_link();
-  if (link_end_ == LinkEnd::kClient && !link_raw_up_ && now_tsc >= next_reconnect_tsc_)
+  if (link_end_ != LinkEnd::kClient) return changed;
+  const Restart restart = restart_.load(std::memory_order_acquire);
+  if (restart == kStarted || restart == kFailed)
+    take_restart(now_tsc);
+  else if (restart == kIdle && !link_raw_up_ && now_tsc >= next_reconnect_tsc_)
     reconnect(now_tsc);
   return changed;
 }
 
 void EthdevPort::reconnect(uint64_t now_tsc) {
-  const uint64_t most = tsc_of_us(kReconnectMaxUs);
-  if (started_) {
-    rte_eth_dev_stop(port_id_);
-    started_ = false;
-  }
   restarting_ = off_ = true;
+  restart_.store(kAsked, std::memory_order_relaxed);
+  // The alarm's list is taken under a lock: the interrupt thread sees
+  // every write before it.
+  if (rte_eal_alarm_set(1, &EthdevPort::restart, this) != 0) {
+    restart_.store(kFailed, std::memory_order_relaxed);
+    take_restart(now_tsc);
+  }
+}
+
+void EthdevPort::restart(void* arg) {
+  auto* port = static_cast<EthdevPort*>(arg);
+  if (port->started_) rte_eth_dev_stop(port->port_id_);
   // Fails while nothing listens on the server's socket, or the server
   // accepts nothing (memif logs it).
-  if (dev_start() == 0) {
-    started_ = true;
+  port->started_ = port->dev_start() == 0;
+  port->restart_.store(port->started_ ? kStarted : kFailed, std::memory_order_release);
+}
+
+void EthdevPort::take_restart(uint64_t now_tsc) {
+  const uint64_t most = tsc_of_us(kReconnectMaxUs);
+  if (restart_.load(std::memory_order_acquire) == kStarted) {
     restarting_ = false;
     off_ = kept_off_;
     reconnects_.fetch_add(1, std::memory_order_relaxed);
@@ -409,6 +439,7 @@ void EthdevPort::reconnect(uint64_t now_tsc) {
     reconnect_failures_.fetch_add(1, std::memory_order_relaxed);
     reconnect_wait_tsc_ = std::min(reconnect_wait_tsc_ * 2, most);
   }
+  restart_.store(kIdle, std::memory_order_relaxed);
   next_reconnect_tsc_ = now_tsc + reconnect_wait_tsc_;
 }
 

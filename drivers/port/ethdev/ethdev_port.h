@@ -22,10 +22,13 @@
 // So that a link comes up when its server does (started later, or a peer
 // daemon or smrc-fabric restarted), start() lets a net_memif client port
 // fail to connect, and poll_link() restarts such a port whose link is
-// down, on the owning lcore, at growing intervals (kReconnectFirstUs
-// doubling to kReconnectMaxUs); no burst reaches the port meanwhile, and
-// the connect never waits for a server that accepts nothing
-// (connect_guard.h).
+// down, at growing intervals (kReconnectFirstUs doubling to
+// kReconnectMaxUs). The restart (stop, then start: a connect) runs on
+// EAL's interrupt thread, as an alarm: memif's handshake and disconnect run
+// there too, with no lock against a stop from another thread, and the lcore
+// polls its other ports meanwhile. No burst reaches the port from the
+// request until the lcore has taken the outcome, and the connect never
+// waits for a server that accepts nothing (connect_guard.h).
 #pragma once
 
 #include <rte_ethdev.h>
@@ -120,7 +123,7 @@ class EthdevPort {
   bool peer_closing() const { return kept_off_; }
   // Restarts of a memif client that brought its link back (on the owning
   // lcore's side), and those that found no server, or one that accepts
-  // nothing.
+  // nothing. Counted when the lcore takes the restart's outcome.
   uint64_t reconnects() const { return reconnects_.load(std::memory_order_relaxed); }
   uint64_t reconnect_failures() const {
     return reconnect_failures_.load(std::memory_order_relaxed);
@@ -163,9 +166,15 @@ class EthdevPort {
   bool read_link();
   // rte_eth_dev_start; a memif client's connect to its server does not wait.
   int dev_start();
-  // A memif client with its link down: stops the port and starts it again
-  // (a connect to the server), at most once per reconnect interval.
+  // A memif client with its link down: asks the interrupt thread to stop
+  // the port and start it again (a connect to the server), at most once per
+  // reconnect interval; a later poll takes the outcome.
   void reconnect(uint64_t now_tsc);
+  static void restart(void* arg);  // the alarm, on the interrupt thread
+  void take_restart(uint64_t now_tsc);
+  // Control path, no lcore polling: a restart asked for is over, or will
+  // not run.
+  void settle_restart();
 
   uint16_t port_id_ = RTE_MAX_ETHPORTS;
   std::string name_;
@@ -180,8 +189,13 @@ class EthdevPort {
   // too): removed and freed in close().
   std::vector<const rte_eth_rxtx_callback*> rx_callbacks_;
   std::vector<const rte_eth_rxtx_callback*> tx_callbacks_;
-  bool off_ = false;                 // kept_off_ or restarting_: no bursts
-  bool restarting_ = false;          // stopped to reconnect; started again when its server answers
+  bool off_ = false;         // kept_off_ or restarting_: no bursts
+  bool restarting_ = false;  // stopped to reconnect; started again when its server answers
+  // A restart's progress: the lcore asks (kAsked), the interrupt thread
+  // answers, the lcore takes the answer (kIdle). While kAsked, started_ is
+  // the interrupt thread's.
+  enum Restart : uint8_t { kIdle, kAsked, kStarted, kFailed };
+  std::atomic<Restart> restart_{kIdle};
   bool link_raw_up_ = false;         // the PMD's link state, whatever the farewell says
   uint64_t reconnect_wait_tsc_ = 0;  // the interval now, doubling to kReconnectMaxUs
   uint64_t next_reconnect_tsc_ = 0;
