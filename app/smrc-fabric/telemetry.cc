@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "port/ethdev/hangup_guard.h"
 #include "port/ethdev/unmap_guard.h"
 #include "smrc-fabric/fabric_process.h"
 #include "softmrcd/report.h"
@@ -31,7 +32,8 @@ void port_rows(const FabricProcess& f, softmrcd::Report* out) {
     rte_eth_link link{};
     rte_eth_link_get_nowait(fp.port->port_id(), &link);
     r.num("link_up", link.link_status == RTE_ETH_LINK_UP);
-    r.num("unmap_guard_timeouts", port::unmap_guard::wait_timeouts());  // the process's
+    r.num("unmap_guard_timeouts", port::unmap_guard::wait_timeouts());   // the process's
+    r.num("hangup_guard_sends", port::hangup_guard::peer_gone_sends());  // the process's
     out->push_back(std::move(r));
   }
 }

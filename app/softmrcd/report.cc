@@ -5,6 +5,7 @@
 
 #include "cli/number.h"
 
+#include "port/ethdev/hangup_guard.h"
 #include "port/ethdev/unmap_guard.h"
 #include "softmrcd/daemon.h"
 
@@ -102,7 +103,8 @@ void ports_report(Daemon& d, int only, Report* out) {
       r.num("link_interrupts", port.link_interrupts());
       r.num("reconnects", port.reconnects());
       r.num("reconnect_failures", port.reconnect_failures());
-      r.num("unmap_guard_timeouts", port::unmap_guard::wait_timeouts());  // the process's
+      r.num("unmap_guard_timeouts", port::unmap_guard::wait_timeouts());   // the process's
+      r.num("hangup_guard_sends", port::hangup_guard::peer_gone_sends());  // the process's
       r.num("rx_ipv4_checksum", port.rx_ipv4_checksum());
       rte_eth_stats st{};
       port.stats(&st);

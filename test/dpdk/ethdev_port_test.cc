@@ -3,8 +3,9 @@
 // polling, the refusals (unknown device, multi-segment TX on a PMD
 // without it), the farewell of a net_memif pair in this process, a memif
 // client's restart on the interrupt thread and its connect that never
-// waits, and the unmap guard (an munmap on EAL's interrupt thread waits for the burst in
-// progress). One EAL for the whole binary (--no-huge, its own prefix).
+// waits, a memif server meeting a client already gone, and the unmap guard (an munmap on EAL's
+// interrupt thread waits for the burst in progress). One EAL for the whole binary (--no-huge, its
+// own prefix).
 #include <gtest/gtest.h>
 #include <rte_alarm.h>
 #include <rte_eal.h>
@@ -20,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <new>
 #include <string>
 #include <thread>
@@ -27,6 +29,7 @@
 
 #include "eal_environment.h"
 #include "port/ethdev/ethdev_port.h"
+#include "port/ethdev/hangup_guard.h"
 #include "port/ethdev/unmap_guard.h"
 
 namespace softmrc::port {
@@ -406,6 +409,13 @@ TEST(EthdevPort, AMemifClientDoesNotWaitForAServerThatAcceptsNothing) {
   port.close();
 }
 
+// The descriptors this process has open.
+size_t open_fds() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
 // Holds EAL's interrupt thread in an alarm's callback until released (at
 // most 10 s): alarms and interrupts wait meanwhile.
 class InterruptThreadHeld {
@@ -487,6 +497,53 @@ TEST(EthdevPort, AMemifClientIsRestartedOnTheInterruptThreadNotOnItsLcore) {
   EXPECT_EQ(port.reconnects(), 0u);
   EXPECT_FALSE(port.link_up());
   port.close();
+}
+
+// A memif server whose interrupt thread was held (the process stopped,
+// descheduled) while a client connected and gave up accepts that client's
+// dead connection once it runs again. DPDK 22.11's memif then frees the
+// connection's state without unregistering its callback; the next
+// registration had EAL's interrupt thread panic ("Error adding fd ...
+// epoll_ctl"). The hangup guard makes the send succeed: memif reads the
+// hangup, lets the connection go (its socket closed), and serves the
+// clients that come next.
+TEST(EthdevPort, AMemifServerSurvivesAClientThatGaveUpBeforeItWasAccepted) {
+  const std::string path = "/tmp/smrcd-port-test-gaveup-" + std::to_string(::getpid()) + ".sock";
+  ::unlink(path.c_str());
+  const std::string common = ",id=0,socket=" + path + ",socket-abstract=no";
+  uint16_t id = 0;
+  std::string err;
+  EthdevPort server;
+  ASSERT_TRUE(EthdevPort::attach("net_memif_gaveups,role=server" + common, &id, &err)) << err;
+  ASSERT_TRUE(server.open(id, small_port(), &err)) << err;
+  ASSERT_TRUE(server.start(&err)) << err;
+  const uint64_t gone_sends = hangup_guard::peer_gone_sends();
+  const size_t fds = open_fds();
+  {
+    InterruptThreadHeld held;
+    const int gave_up = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
+    ASSERT_EQ(::connect(gave_up, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    ::close(gave_up);
+  }
+  drain_interrupt_thread();
+  EXPECT_EQ(hangup_guard::peer_gone_sends(), gone_sends + 1);
+  for (int i = 0; i < 1000 && open_fds() != fds; ++i) usleep(1000);
+  EXPECT_EQ(open_fds(), fds) << "the dead connection's socket stayed open";
+  EthdevPort client;
+  ASSERT_TRUE(EthdevPort::attach("net_memif_gaveupc,role=client" + common, &id, &err)) << err;
+  ASSERT_TRUE(client.open(id, small_port(), &err)) << err;
+  ASSERT_TRUE(client.start(&err)) << err;
+  for (int i = 0; i < 5000 && !(server.link_up() && client.link_up()); ++i) {
+    rte_delay_us_sleep(1000);
+    server.poll_link(rte_rdtsc());
+    client.poll_link(rte_rdtsc());
+  }
+  EXPECT_TRUE(server.link_up() && client.link_up()) << "the next client was not served";
+  EthdevPort* both[] = {&server, &client};
+  EthdevPort::close_all(both);
 }
 
 // A port destroyed (the daemon shutting down) while its restart waits for

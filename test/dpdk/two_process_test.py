@@ -47,6 +47,12 @@ the shared EAL config that memif needs), and checks what both say.
                   without end; the fabric SIGKILLed and started again, three
                   times: the endpoints live on, their memif clients
                   reconnect, and the transfer goes on, every byte verified
+  fabric_stopped  a and b as memif clients of smrc-fabric, a transfer
+                  without end; the fabric SIGKILLed, started again and
+                  SIGSTOPped for 5 s as soon as it listens, while the
+                  clients connect and give up: resumed, it meets their
+                  dead connections and lives on, every link comes back,
+                  every byte verified
   fabric_bad_config  smrc-fabric's bad files and command lines get the
                   messages docs/configuration.md lists, exit 2
   fabric_setup_signal  SIGTERM while smrc-fabric opens its configuration (a
@@ -478,17 +484,20 @@ def start_fabric(args, name, planes, link, stats, options=()):
 
 @contextlib.contextmanager
 def around_fabric(f):
-    """Yields a list for the daemons started on fabric f. A failure in the
-    block carries the fabric's output and that of the last pair started (a,
-    or a and b) to the end; neither the fabric nor any daemon outlives the
-    block."""
+    """Yields a list for the daemons started on fabric f, and the fabrics
+    started after it. A failure in the block carries the fabrics' output and
+    that of the last pair of endpoints started (a, or a and b) to the end;
+    neither a fabric nor any daemon outlives the block."""
     daemons = []
     try:
         yield daemons
     except Failure as e:
-        pair = daemons[-2:] if len(daemons) % 2 == 0 else daemons[-1:] + [None]
-        raise Failure(str(e) + '\n--- fabric ---\n' + f.output() + '\n' +
-                      (final_output(*pair) if daemons else '')) from None
+        # Fabrics started again are in the list too.
+        fabrics = [f] + [d for d in daemons if d.cmd[0] == f.cmd[0]]
+        endpoints = [d for d in daemons if d.cmd[0] != f.cmd[0]]
+        pair = endpoints[-2:] if len(endpoints) % 2 == 0 else endpoints[-1:] + [None]
+        raise Failure(str(e) + ''.join('\n--- fabric ---\n' + x.output() for x in fabrics) + '\n' +
+                      (final_output(*pair) if endpoints else '')) from None
     finally:
         for d in [f] + daemons:
             d.kill()
@@ -674,6 +683,12 @@ def case_fabric_endpoint_killed(args):
     check(code_f == 0, f'fabric exit status {code_f}', f.output())
 
 
+def every_link_up(a, b):
+    """Whether every port of daemons a and b has its link up."""
+    return all(p['link_up'] for d, me in ((a, 'a'), (b, 'b'))
+               for p in Telemetry(telemetry_socket(d.prefix)).query(f'/softmrc/ports,{me}').values())
+
+
 def case_fabric_killed(args):
     """smrc-fabric SIGKILLed under a running transfer and started again,
     three times: the endpoints' memif clients reconnect each time, the
@@ -686,19 +701,13 @@ def case_fabric_killed(args):
         b = daemon(args, 'fkilled', 'b', ports['b'], traffic).start()
         daemons.append(b)
         t = Telemetry(telemetry_socket(b.prefix))
-
-        def every_link_up():
+        for turn in range(3):
             # b verifying more needs one plane only: every link must be back
             # before the next kill, or one reconnect would cover two kills.
-            return all(p['link_up'] for d, me in ((a, 'a'), (b, 'b'))
-                       for p in Telemetry(telemetry_socket(d.prefix))
-                       .query(f'/softmrc/ports,{me}').values())
-
-        for turn in range(3):
             before = row(t, '/softmrc/stats', 'b')['txgen_verified']
             wait_for(f'turn {turn}: b to verify more, every link up',
                      lambda: row(t, '/softmrc/stats', 'b')['txgen_verified'] > before + 50
-                     and every_link_up(), timeout=30, output=both_output(a, b))
+                     and every_link_up(a, b), timeout=30, output=both_output(a, b))
             f.kill()
             time.sleep(0.5)
             check(a.proc.poll() is None and b.proc.poll() is None,
@@ -709,13 +718,60 @@ def case_fabric_killed(args):
         before = row(t, '/softmrc/stats', 'b')['txgen_verified']
         wait_for('b to verify more after the last restart, every link up',
                  lambda: row(t, '/softmrc/stats', 'b')['txgen_verified'] > before + 50
-                 and every_link_up(), timeout=30, output=both_output(a, b))
+                 and every_link_up(a, b), timeout=30, output=both_output(a, b))
         for d, me in ((a, 'a'), (b, 'b')):
             ports = Telemetry(telemetry_socket(d.prefix)).query(f'/softmrc/ports,{me}')
             # Each time the first tries, 100 ms on, find the dead fabric's socket.
             check(len(ports) == 2 and all(p['reconnects'] >= 3 and p['reconnect_failures'] >= 3
                                           for p in ports.values()),
                   f'{me} reconnected its ports less than 3 times, or never failed to: {ports}')
+        a.proc.send_signal(signal.SIGTERM)
+        code_a, code_b = wait_both(a, b, timeout=20)
+        check_done(a, b, code_a, code_b, stop=('SIGTERM', 'traffic done'))
+
+
+def case_fabric_stopped(args):
+    """smrc-fabric SIGKILLed under a transfer, started again and SIGSTOPped
+    as soon as it listens, for 5 s: the endpoints' memif clients connect,
+    wait for a HELLO that does not come, give up (their restart closes the
+    connection the fabric never accepted) and try again. Resumed, the
+    fabric first accepts those dead connections (DPDK 22.11's memif server
+    aborted the process on them, drivers/port/ethdev/hangup_guard.h), then
+    serves the clients: every link comes back and every message is
+    verified."""
+    # Both ends outwait a silence of over 5 s: b's responder, a's retries.
+    traffic = wimm_flow(duration_ms=0, requester_timeout_ms=30000)
+    patient = {'qp': {'retry_exp': 25}}
+    f, ports = churn_fabric(args, '2p_fstopped_f')
+    with around_fabric(f) as daemons:
+        a = daemon(args, 'fstopped', 'a', ports['a'], traffic, **patient).start()
+        daemons.append(a)
+        b = daemon(args, 'fstopped', 'b', ports['b'], traffic, **patient).start()
+        daemons.append(b)
+        t = Telemetry(telemetry_socket(b.prefix))
+        before = row(t, '/softmrc/stats', 'b')['txgen_verified']
+        wait_for('b to verify, every link up',
+                 lambda: row(t, '/softmrc/stats', 'b')['txgen_verified'] > before + 50
+                 and every_link_up(a, b), timeout=30, output=both_output(a, b))
+        f.kill()
+        f, _ = churn_fabric(args, '2p_fstopped_f0')
+        daemons.append(f)
+        f.proc.send_signal(signal.SIGSTOP)
+        # Longer than a client waits for its HELLO (3.2 s) before it restarts.
+        time.sleep(5)
+        f.proc.send_signal(signal.SIGCONT)
+        check(a.proc.poll() is None and b.proc.poll() is None,
+              'an endpoint exited while the fabric was stopped', both_output(a, b))
+        before = row(t, '/softmrc/stats', 'b')['txgen_verified']
+        wait_for('every link up again, b to verify more',
+                 lambda: row(t, '/softmrc/stats', 'b')['txgen_verified'] > before + 50
+                 and every_link_up(a, b), timeout=30, output=both_output(a, b) + f.output())
+        check(f.proc.poll() is None, 'the fabric died', f.output())
+        fports = Telemetry(telemetry_socket(f.prefix), ready='/softmrc/links').query(
+            '/softmrc/fabric/ports')
+        # The same process-wide count in every row: dead connections were met.
+        check(all(r['hangup_guard_sends'] > 0 for r in fports.values()),
+              f'the fabric met no client that had given up: {fports}', f.output())
         a.proc.send_signal(signal.SIGTERM)
         code_a, code_b = wait_both(a, b, timeout=20)
         check_done(a, b, code_a, code_b, stop=('SIGTERM', 'traffic done'))
