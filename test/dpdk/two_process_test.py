@@ -5,7 +5,9 @@ the shared EAL config that memif needs), and checks what both say.
 
   memif           a and b over net_memif, one vdev per plane (a is each
                   plane's server), a Write flow a -> b limited by duration
-                  and a WIMM flow b -> a limited by count; every byte
+                  and a WIMM flow b -> a limited by count; a's memif
+                  sockets connected to and closed at once 100 times each
+                  mid-transfer (a lives on, its links up); every byte
                   verified on both sides
   memif_sigterm   the same link, a Write flow a -> b without a limit; a
                   stopped by SIGTERM ends it, and b stops by itself once
@@ -206,6 +208,16 @@ def poll_row(what, t, cmd, key, cond, output=''):
                 output=output)
 
 
+def connect_and_close(path, times):
+    """Connects to the UNIX socket at `path` and closes, `times` times."""
+    for n in range(times):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            try:
+                s.connect(path)
+            except OSError as e:
+                raise Failure(f'connection {n + 1} to {path}: {e} (its server died?)') from None
+
+
 def memif_pair(args, case, planes, traffic):
     """a, every plane's memif server, and b, its client, running `traffic`."""
     socks = [os.path.join(args.workdir, f'memif-p{p}.sock') for p in range(planes)]
@@ -249,6 +261,14 @@ def case_memif(args):
               f'a plane not in use: {rows}')
         drops = t.query('/softmrc/drops,b')['b']
         check(drops['total'] == 0 and drops['engine_rx_unknown_qpn'] == 0, f'b drops: {drops}')
+        # Local programs that connect to a's memif sockets and close at once
+        # (a probe, a script): DPDK's memif server aborted the process on
+        # them (drivers/port/ethdev/hangup_guard.h). a serves on.
+        for p in range(planes):
+            connect_and_close(os.path.join(args.workdir, f'memif-p{p}.sock'), 100)
+        ports_a = Telemetry(telemetry_socket(a.prefix)).query('/softmrc/ports,a')
+        check(all(r['hangup_guard_sends'] > 0 and r['link_up'] == 1 for r in ports_a.values()),
+              f'a met no client already gone, or lost a link: {ports_a}')
         code_a, code_b = wait_both(a, b)
     except Failure as e:
         raise Failure(str(e) + '\n' + final_output(a, b)) from None
@@ -766,7 +786,12 @@ def case_fabric_stopped(args):
         wait_for('every link up again, b to verify more',
                  lambda: row(t, '/softmrc/stats', 'b')['txgen_verified'] > before + 50
                  and every_link_up(a, b), timeout=30, output=both_output(a, b) + f.output())
-        check(f.proc.poll() is None, 'the fabric died', f.output())
+        # And programs that connect to its sockets and close at once.
+        for side in ('a', 'b'):
+            for p in range(2):
+                connect_and_close(os.path.join(args.workdir, f'fabric-{side}{p}.sock'), 50)
+        check(f.proc.poll() is None and every_link_up(a, b), 'the fabric died, or a link',
+              f.output())
         fports = Telemetry(telemetry_socket(f.prefix), ready='/softmrc/links').query(
             '/softmrc/fabric/ports')
         # The same process-wide count in every row: dead connections were met.
