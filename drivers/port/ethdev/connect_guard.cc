@@ -1,7 +1,6 @@
 // The connect guard (see connect_guard.h) and the connect it interposes.
 #include "port/ethdev/connect_guard.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -9,6 +8,8 @@
 
 #include <atomic>
 #include <cerrno>
+
+#include "port/ethdev/libc_next.h"
 
 namespace softmrc::port::connect_guard {
 
@@ -35,12 +36,8 @@ NonBlocking::~NonBlocking() {
 extern "C" int connect(int fd, const sockaddr* addr, socklen_t len) {
   using Connect = int (*)(int, const sockaddr*, socklen_t);
   static std::atomic<Connect> next{nullptr};
-  Connect real = next.load(std::memory_order_relaxed);
-  if (real == nullptr) {
-    real = reinterpret_cast<Connect>(dlsym(RTLD_NEXT, "connect"));
-    if (real == nullptr) return static_cast<int>(syscall(SYS_connect, fd, addr, len));
-    next.store(real, std::memory_order_relaxed);
-  }
+  const Connect real = softmrc::port::libc_next(next, "connect");
+  if (real == nullptr) return static_cast<int>(syscall(SYS_connect, fd, addr, len));
   const int flags =
       softmrc::port::connect_guard::in_scope() && addr != nullptr && addr->sa_family == AF_UNIX
           ? ::fcntl(fd, F_GETFL)

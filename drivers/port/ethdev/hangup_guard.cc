@@ -1,13 +1,14 @@
 // The hangup guard (see hangup_guard.h) and the sendmsg it interposes.
 #include "port/ethdev/hangup_guard.h"
 
-#include <dlfcn.h>
 #include <rte_interrupts.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
 #include <atomic>
 #include <cerrno>
+
+#include "port/ethdev/libc_next.h"
 
 namespace softmrc::port::hangup_guard {
 
@@ -46,12 +47,8 @@ ssize_t bytes_of(const msghdr* msg) {
 extern "C" ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
   using SendMsg = ssize_t (*)(int, const msghdr*, int);
   static std::atomic<SendMsg> next{nullptr};
-  SendMsg real = next.load(std::memory_order_relaxed);
-  if (real == nullptr) {
-    real = reinterpret_cast<SendMsg>(dlsym(RTLD_NEXT, "sendmsg"));
-    if (real == nullptr) return syscall(SYS_sendmsg, fd, msg, flags);
-    next.store(real, std::memory_order_relaxed);
-  }
+  const SendMsg real = softmrc::port::libc_next(next, "sendmsg");
+  if (real == nullptr) return syscall(SYS_sendmsg, fd, msg, flags);
   if (!rte_thread_is_intr() || !unix_seqpacket(fd)) return real(fd, msg, flags);
   const ssize_t ret = real(fd, msg, flags | MSG_NOSIGNAL);
   if (ret >= 0 || errno != EPIPE) return ret;

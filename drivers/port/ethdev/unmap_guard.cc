@@ -1,7 +1,6 @@
 // The unmap guard (see unmap_guard.h) and the munmap it interposes.
 #include "port/ethdev/unmap_guard.h"
 
-#include <dlfcn.h>
 #include <rte_cycles.h>
 #include <rte_interrupts.h>
 #include <sched.h>
@@ -11,6 +10,8 @@
 
 #include <cinttypes>
 #include <cstdio>
+
+#include "port/ethdev/libc_next.h"
 
 namespace softmrc::port::unmap_guard {
 
@@ -67,12 +68,8 @@ uint64_t wait_timeouts() {
 extern "C" int munmap(void* addr, size_t len) noexcept {
   using Munmap = int (*)(void*, size_t);
   static std::atomic<Munmap> next{nullptr};
-  Munmap real = next.load(std::memory_order_relaxed);
-  if (real == nullptr) {
-    real = reinterpret_cast<Munmap>(dlsym(RTLD_NEXT, "munmap"));
-    if (real == nullptr) return static_cast<int>(syscall(SYS_munmap, addr, len));
-    next.store(real, std::memory_order_relaxed);
-  }
+  const Munmap real = softmrc::port::libc_next(next, "munmap");
+  if (real == nullptr) return static_cast<int>(syscall(SYS_munmap, addr, len));
   if (rte_thread_is_intr()) softmrc::port::unmap_guard::wait_for_bursts();
   return real(addr, len);
 }
