@@ -227,6 +227,17 @@ TEST(Farewell, FramesAreReadBackAndNothingElseIs) {
   }
 }
 
+// Polls a memif server and its client until both links are up (DPDK's
+// interrupt thread connects the two); false if they are not within 5 s.
+bool connected(EthdevPort& server, EthdevPort& client) {
+  for (int i = 0; i < 5000 && !(server.link_up() && client.link_up()); ++i) {
+    rte_delay_us_sleep(1000);
+    server.poll_link(rte_rdtsc());
+    client.poll_link(rte_rdtsc());
+  }
+  return server.link_up() && client.link_up();
+}
+
 // A memif pair in this process: the server end on one socket, the client
 // end on the same one.
 class MemifPair : public ::testing::Test {
@@ -247,13 +258,7 @@ class MemifPair : public ::testing::Test {
     ASSERT_TRUE(client.open(id, small_port(), &err)) << err;
     ASSERT_TRUE(server.start(&err)) << err;
     ASSERT_TRUE(client.start(&err)) << err;
-    // DPDK's interrupt thread connects the two.
-    for (int i = 0; i < 5000 && !(server.link_up() && client.link_up()); ++i) {
-      rte_delay_us_sleep(1000);
-      server.poll_link(rte_rdtsc());
-      client.poll_link(rte_rdtsc());
-    }
-    ASSERT_TRUE(server.link_up() && client.link_up()) << "the memif pair never connected";
+    ASSERT_TRUE(connected(server, client)) << "the memif pair never connected";
     ::unlink(sock.c_str());
   }
 
@@ -536,12 +541,7 @@ TEST(EthdevPort, AMemifServerSurvivesAClientThatGaveUpBeforeItWasAccepted) {
   ASSERT_TRUE(EthdevPort::attach("net_memif_gaveupc,role=client" + common, &id, &err)) << err;
   ASSERT_TRUE(client.open(id, small_port(), &err)) << err;
   ASSERT_TRUE(client.start(&err)) << err;
-  for (int i = 0; i < 5000 && !(server.link_up() && client.link_up()); ++i) {
-    rte_delay_us_sleep(1000);
-    server.poll_link(rte_rdtsc());
-    client.poll_link(rte_rdtsc());
-  }
-  EXPECT_TRUE(server.link_up() && client.link_up()) << "the next client was not served";
+  EXPECT_TRUE(connected(server, client)) << "the next client was not served";
   EthdevPort* both[] = {&server, &client};
   EthdevPort::close_all(both);
 }
