@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "port/ethdev/eal_cleanup.h"
 #include "smrc-fabric/config.h"
 #include "smrc-fabric/fabric_process.h"
 #include "smrc-fabric/telemetry.h"
@@ -159,6 +160,6 @@ int main(int argc, char** argv) {
       attach_telemetry(nullptr);
     }
   }
-  rte_eal_cleanup();
+  softmrc::port::eal_cleanup();
   return status;
 }

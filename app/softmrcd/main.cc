@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "port/ethdev/eal_cleanup.h"
 #include "softmrcd/config.h"
 #include "softmrcd/daemon.h"
 #include "softmrcd/dpdk_program.h"
@@ -83,6 +84,6 @@ int main(int argc, char** argv) {
     }
   }
   if (capture) rte_pdump_uninit();
-  rte_eal_cleanup();
+  softmrc::port::eal_cleanup();
   return status;
 }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "eal_environment.h"
+#include "port/ethdev/eal_cleanup.h"
 #include "port/ethdev/ethdev_port.h"
 #include "port/ethdev/hangup_guard.h"
 #include "port/ethdev/unmap_guard.h"
@@ -35,15 +36,13 @@
 namespace softmrc::port {
 namespace {
 
-// No rte_eal_cleanup() at the end. After the memif pairs' servers are
-// removed and an alarm has been set (the unmap guard's tests), the cleanup
-// had EAL's interrupt thread read an interrupt handle in memory it was
-// unmapping: SIGSEGV in rte_intr_fd_get() in 5-13% of runs, and in 39 of
-// 40 with the unmap guard's tests moved first. Most likely DPDK 22.11's
-// memif leaves a removed server socket's freed handle registered.
+// The memif pairs' servers are removed: a plain rte_eal_cleanup() had EAL's
+// interrupt thread read their handles in memory it was unmapping (SIGSEGV
+// in rte_intr_fd_get() in 5-13% of runs, in 39 of 40 with the unmap
+// guard's alarm tests moved first).
 test::EalEnvironment* const kEal = [] {
   test::EalEnvironment* eal = test::add_eal("smrcd-port-test", 2047, 64, RTE_MBUF_DEFAULT_BUF_SIZE);
-  eal->cleanup_at_exit = false;
+  eal->cleanup = eal_cleanup;
   return eal;
 }();
 
