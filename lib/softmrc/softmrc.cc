@@ -22,6 +22,7 @@
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +45,7 @@ using namespace softmrc::shm;
 // Empty polls of a CQ between two checks that the daemon is still there.
 static constexpr uint32_t kAliveCheckPolls = 256;
 static constexpr uint32_t kPostBurst = 32;
+static constexpr int kMaxReplyTimeoutMs = 3600000;
 
 struct MrBox;
 
@@ -56,6 +58,7 @@ struct smrc_context {
   int queued_fd = -1;
   std::mutex mu;  // the socket's request/reply exchange, the tables below
   uint32_t seq = 0;
+  int reply_timeout_ms = SMRC_DEFAULT_REPLY_TIMEOUT_MS;
   std::atomic<bool> dead{false};
   bool fatal_reported = false;
   HelloRep hello{};
@@ -123,6 +126,19 @@ bool debug_enabled() {
 
 void mark_dead(smrc_context* ctx) {
   ctx->dead.store(true, std::memory_order_release);
+}
+
+// The daemon took longer than the reply timeout: the context is dead, and
+// the daemon, once it runs again, finds the hang-up and frees what it had.
+int give_up(smrc_context* ctx) {
+  mark_dead(ctx);
+  ::shutdown(ctx->fd, SHUT_RDWR);
+  return ETIMEDOUT;
+}
+
+// Whether a call's status says the daemon is gone.
+bool daemon_gone(int status) {
+  return status == ENOTCONN || status == ETIMEDOUT;
 }
 
 // Whether the daemon hung up (a poll() that consumes nothing).
@@ -211,11 +227,20 @@ int call_locked(smrc_context* ctx, Msg& m, int pass_fd, Msg* reply, int* got_fd 
   if (ctx->dead.load(std::memory_order_acquire)) return ENOTCONN;
   m.magic = kAppMagic;
   m.seq = ++ctx->seq;
-  if (send_message(ctx->fd, m, pass_fd) != 0) {
+  // The socket's send timeout is the reply timeout: EAGAIN if the daemon
+  // has not read for that long.
+  if (const int e = send_message(ctx->fd, m, pass_fd); e != 0) {
+    if (e == EAGAIN || e == EWOULDBLOCK) return give_up(ctx);
     mark_dead(ctx);
     return ENOTCONN;
   }
+  // One deadline for the reply, however many events come before it.
+  const Deadline deadline(ctx->reply_timeout_ms);
   for (;;) {
+    pollfd p{ctx->fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, deadline.left_ms());
+    if (ready == 0) return give_up(ctx);
+    if (ready < 0 && errno == EINTR) continue;
     if (const int e = recv_msg(ctx, reply, 0, got_fd); e != 0) return ENOTCONN;
     if (reply->type == uint16_t(MsgType::kEvent)) {
       push_event(ctx, reply->u.event);
@@ -249,6 +274,17 @@ template <typename T>
 T* fail(int e) {
   errno = e;
   return nullptr;
+}
+
+// SMRC_REPLY_TIMEOUT_ENV's milliseconds (the default where it is unset or
+// empty), or 0 if it is not a number in 1..kMaxReplyTimeoutMs.
+int reply_timeout_ms() {
+  const char* v = std::getenv(SMRC_REPLY_TIMEOUT_ENV);
+  if (v == nullptr || *v == '\0') return SMRC_DEFAULT_REPLY_TIMEOUT_MS;
+  const char* end = v + std::strlen(v);
+  int ms = 0;
+  const auto [stop, ec] = std::from_chars(v, end, ms);
+  return ec == std::errc{} && stop == end && ms >= 1 && ms <= kMaxReplyTimeoutMs ? ms : 0;
 }
 
 uint32_t mtu_bytes(uint32_t mtu) {
@@ -293,10 +329,16 @@ struct smrc_context* smrc_open_device(const char* path) {
   addr.sun_family = AF_UNIX;
   if (std::strlen(path) >= sizeof(addr.sun_path)) return fail<smrc_context>(ENAMETOOLONG);
   std::strcpy(addr.sun_path, path);
+  const int timeout_ms = reply_timeout_ms();
+  if (timeout_ms == 0) return fail<smrc_context>(EINVAL);
   const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0) return nullptr;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    const int e = errno;
+  // A daemon that is stopped takes no connection once its backlog is full:
+  // the send timeout bounds connect() too (EAGAIN).
+  const timeval send_timeout{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  if (::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout)) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    const int e = errno == EAGAIN ? ETIMEDOUT : errno;
     ::close(fd);
     return fail<smrc_context>(e);
   }
@@ -306,6 +348,7 @@ struct smrc_context* smrc_open_device(const char* path) {
     return fail<smrc_context>(ENOMEM);
   }
   ctx->fd = fd;
+  ctx->reply_timeout_ms = timeout_ms;
   ctx->async_fd = ::epoll_create1(EPOLL_CLOEXEC);
   ctx->queued_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   epoll_event on_socket{EPOLLIN | EPOLLRDHUP, {}}, on_queue{EPOLLIN, {}};
@@ -428,7 +471,7 @@ int smrc_dealloc_pd(struct smrc_pd* pd) {
   Msg m = request(MsgType::kDeallocPd), r;
   m.u.key.id = pd->id;
   std::lock_guard<std::mutex> g(pd->ctx->mu);
-  if (const int st = call_locked(pd->ctx, m, -1, &r); st != 0 && st != ENOTCONN) return st;
+  if (const int st = call_locked(pd->ctx, m, -1, &r); st != 0 && !daemon_gone(st)) return st;
   pd->ctx->pds.erase(pd);
   delete pd;
   return 0;
@@ -498,7 +541,8 @@ struct smrc_comp_channel* smrc_create_comp_channel(struct smrc_context* ctx) {
     // Our descriptor table is full: the daemon's channel goes again.
     Msg d = request(MsgType::kDestroyChannel), dr;
     d.u.key.id = r.u.id_rep.id;
-    st = call_locked(ctx, d, -1, &dr) == ENOTCONN ? ENOTCONN : EMFILE;
+    const int destroyed = call_locked(ctx, d, -1, &dr);
+    st = daemon_gone(destroyed) ? destroyed : EMFILE;
   } else if (st == 0 && fd < 0) {
     st = EPROTO;
   }
@@ -525,7 +569,7 @@ int smrc_destroy_comp_channel(struct smrc_comp_channel* ch) {
   m.u.key.id = ch->id;
   std::lock_guard<std::mutex> g(ch->ctx->mu);
   const int st = call_locked(ch->ctx, m, -1, &r);
-  if (st != 0 && st != ENOTCONN) return st;  // still the application's
+  if (st != 0 && !daemon_gone(st)) return st;  // still the application's
   ch->ctx->channels.erase(ch);
   ::close(ch->fd);
   delete ch;
@@ -592,7 +636,7 @@ int smrc_destroy_cq(struct smrc_cq* cq) {
   {
     std::lock_guard<std::mutex> g(cq->ctx->mu);
     st = call_locked(cq->ctx, m, -1, &r);
-    if (st != 0 && st != ENOTCONN) return st;
+    if (st != 0 && !daemon_gone(st)) return st;
     cq->ctx->cqs.erase(cq->id);
   }
   if (cq->channel) {
@@ -755,7 +799,7 @@ int smrc_destroy_qp(struct smrc_qp* qp) {
   {
     std::lock_guard<std::mutex> g(ctx->mu);
     st = call_locked(ctx, m, -1, &r);
-    if (st != 0 && st != ENOTCONN) return st;
+    if (st != 0 && !daemon_gone(st)) return st;
     ctx->qps.erase(qp->qpn);
     // The daemon sent any event of this QP before its reply: a queued one
     // must not be pinned on a later QP that gets the same number.

@@ -16,6 +16,11 @@
 //   api_helper sink_rtr SOCKET         the same with the QP left in RTR
 //   api_helper daemon_dies SOCKET      block on a completion channel; when
 //                                      the daemon dies every call must fail
+//   api_helper daemon_stops SOCKET MS  with a reply timeout of MS, a call
+//                                      once a line on standard input says
+//                                      the daemon is stopped: ETIMEDOUT
+//                                      within it, then every call fails;
+//                                      frees at the next line
 //   api_helper two_pds SOCKET          two PDs in one application: a region
 //                                      of one is out of reach of the other's
 //                                      QPs, locally and from the peer
@@ -210,6 +215,61 @@ void open_errors(const char* sock) {
   expect_err(none ? 0 : errno, ENAMETOOLONG, "open_device with a path over sun_path");
   none = smrc_open_device("/nonexistent/softmrc.sock");
   expect_err(none ? 0 : errno, ENOENT, "open_device on no socket");
+}
+
+// The milliseconds since it was made.
+class Stopwatch {
+ public:
+  long ms() const {
+    return long(std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::steady_clock::now() - start_)
+                    .count());
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// smrc_open_device(sock) must fail with ETIMEDOUT after at least
+// `timeout_ms`, and not much later.
+void open_times_out(const char* sock, long timeout_ms, const char* what) {
+  const Stopwatch took;
+  smrc_context* ctx = smrc_open_device(sock);
+  const int e = ctx ? 0 : errno;
+  const long ms = took.ms();
+  if (ctx) smrc_close_device(ctx);
+  expect_err(e, ETIMEDOUT, what);
+  expect(ms >= timeout_ms && ms < timeout_ms + 5000, "  ...after the reply timeout (ms)", ms);
+}
+
+// SMRC_REPLY_TIMEOUT_ENV: a value that is not a number of milliseconds in
+// 1..3600000 is refused; a listener that takes the connection but never
+// answers the hello, and one whose backlog is full (connect() waits), each
+// end the open after the timeout.
+void reply_timeout_errors(const char* sock) {
+  for (const char* bad : {"0", "-5", "abc", "10ms", " 10", "3600001", "99999999999"}) {
+    setenv(SMRC_REPLY_TIMEOUT_ENV, bad, 1);
+    smrc_context* ctx = smrc_open_device(sock);
+    const int e = ctx ? 0 : errno;
+    if (ctx) smrc_close_device(ctx);
+    expect_err(e, EINVAL,
+               (std::string("open_device with " SMRC_REPLY_TIMEOUT_ENV "=") + bad).c_str());
+  }
+  setenv(SMRC_REPLY_TIMEOUT_ENV, "300", 1);
+  const std::string mute = std::string(sock) + ".mute";
+  ::unlink(mute.c_str());
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", mute.c_str());
+  // A backlog of 0 holds one connection: the first open's.
+  expect(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && ::listen(fd, 0) == 0,
+         "a listener that accepts nothing");
+  open_times_out(mute.c_str(), 300, "open_device: the hello unanswered -> ETIMEDOUT");
+  open_times_out(mute.c_str(), 300, "open_device: the backlog full -> ETIMEDOUT");
+  ::close(fd);
+  ::unlink(mute.c_str());
+  unsetenv(SMRC_REPLY_TIMEOUT_ENV);
 }
 
 // Every destroy and free call refuses NULL; the accessors say -1/-EINVAL.
@@ -494,6 +554,7 @@ int misuse(const char* sock, const char* peer_ip) {
   expect_err(bad ? 0 : errno, EPROTO, "open_device with another protocol version");
   unsetenv("SOFTMRC_TEST_PROTOCOL_VERSION");
   open_errors(sock);
+  reply_timeout_errors(sock);
   null_handles();
 
   Basic b;
@@ -1528,6 +1589,55 @@ int daemon_dies(const char* sock) {
   return failures ? 1 : 0;
 }
 
+int daemon_stops(const char* sock, long timeout_ms) {
+  if (timeout_ms <= 0) return 2;
+  setenv(SMRC_REPLY_TIMEOUT_ENV, std::to_string(timeout_ms).c_str(), 1);
+  Basic b;
+  if (!setup(sock, &b)) return 2;
+  std::printf("ready\n");
+  std::fflush(stdout);
+  char line[16];
+  if (std::fgets(line, sizeof(line), stdin) == nullptr) return 2;  // it is stopped
+  const Stopwatch took;
+  const bool timed_out = smrc_alloc_pd(b.ctx) == nullptr && errno == ETIMEDOUT;
+  const long ms = took.ms();
+  expect(timed_out, "alloc_pd of a stopped daemon -> ETIMEDOUT");
+  expect(ms >= timeout_ms && ms < timeout_ms + 5000, "  ...after the reply timeout (ms)", ms);
+  // Given up: the context is dead, as if the daemon were gone.
+  smrc_device_attr da;
+  expect_err(smrc_query_device(b.ctx, &da), ENOTCONN, "query_device");
+  expect(smrc_alloc_mr(b.pd, 4096, 0) == nullptr && errno == ENOTCONN, "alloc_mr -> ENOTCONN");
+  smrc_wc wc;
+  expect_err(smrc_poll_cq(b.cq, 1, &wc), -ENOTCONN, "poll_cq");
+  smrc_cq* cq = nullptr;
+  void* cq_ctx = nullptr;
+  const Stopwatch waited;
+  expect_err(smrc_get_cq_event(b.ch, &cq, &cq_ctx, 20000), ENOTCONN, "get_cq_event");
+  expect(waited.ms() < 1000, "  ...at once (ms)", waited.ms());
+  smrc_recv_wr rwr{};
+  expect_err(smrc_post_recv(b.qp, &rwr, nullptr), ENOTCONN, "post_recv");
+  smrc_async_event ev{};
+  int got = 0;
+  for (int i = 0; i < 16 && got == 0 && ev.event_type != SMRC_EVENT_DEVICE_FATAL; ++i)
+    got = smrc_get_async_event(b.ctx, &ev, 1000);
+  expect(got == 0 && ev.event_type == SMRC_EVENT_DEVICE_FATAL, "DEVICE_FATAL event", got);
+  expect_err(smrc_get_async_event(b.ctx, &ev, 0), ENOTCONN, "then ENOTCONN");
+  // A new context waits no longer (the hello sits unread in the socket).
+  open_times_out(sock, timeout_ms, "open_device of a stopped daemon -> ETIMEDOUT");
+  // The context stays open while the daemon runs again: the library's
+  // hang-up alone must tell it.
+  std::printf("given up\n");
+  std::fflush(stdout);
+  if (std::fgets(line, sizeof(line), stdin) == nullptr) return 2;
+  expect_err(smrc_destroy_qp(std::exchange(b.qp, nullptr)), ENOTCONN, "destroy_qp still frees");
+  expect_err(smrc_free_mr(std::exchange(b.mr, nullptr)), ENOTCONN, "free_mr still frees");
+  expect_err(smrc_destroy_cq(std::exchange(b.cq, nullptr)), 0, "destroy_cq");
+  expect_err(smrc_destroy_comp_channel(std::exchange(b.ch, nullptr)), 0, "destroy_comp_channel");
+  expect_err(smrc_dealloc_pd(std::exchange(b.pd, nullptr)), 0, "dealloc_pd");
+  expect_err(smrc_close_device(std::exchange(b.ctx, nullptr)), 0, "close_device");
+  return failures ? 1 : 0;
+}
+
 // Prints the device's async events until `plane` has gone down and come
 // back up, as an operator's port changes reach applications.
 int port_events(const char* sock, uint32_t plane) {
@@ -1642,6 +1752,7 @@ int main(int argc, char** argv) {
   if (mode == "sink") return sink(argv[2], true);
   if (mode == "sink_rtr") return sink(argv[2], false);
   if (mode == "daemon_dies") return daemon_dies(argv[2]);
+  if (mode == "daemon_stops" && argc == 4) return daemon_stops(argv[2], std::atol(argv[3]));
   if (mode == "victim") return victim(argv[2]);
   if (mode == "trespass") return trespass(argv[2]);
   if (mode == "two_pds") return two_pds(argv[2]);

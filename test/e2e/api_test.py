@@ -34,6 +34,12 @@ programs written against libsoftmrc. One --case per test:
                        socket files it left (application, controller,
                        memif servers) are replaced by a new pair, which
                        runs the example
+  daemon_stopped       the daemon is stopped (SIGSTOP) under an application
+                       with a reply timeout of 1 s: its next slow-path call
+                       fails with ETIMEDOUT after 1-6 s, then every call as
+                       if the daemon were gone, and a new open times out
+                       too; continued, the daemon frees what the
+                       application had and runs the example
   server_restarts      daemon a, every plane's memif server, stops (SIGTERM)
                        and starts again, twice: b's memif clients reconnect
                        by themselves (/softmrc/ports reconnects), every
@@ -699,6 +705,29 @@ def case_daemon_killed(args):
             check(ctl(args, 'a', 'stats')['applications']['gone'] == 1, 'the new daemon: stats')
         finally:
             stop(a2, b2)
+    with_pair(args, body)
+
+
+def case_daemon_stopped(args):
+    def body(a, b):
+        app = App([args.helper, 'daemon_stops', sock(args, 'app-a'), '1000'])
+        app.read_line(r'^ready$')
+        a.proc.send_signal(signal.SIGSTOP)
+        try:
+            app.send('stopped')
+            app.read_line(r'^given up$', timeout=30)
+        finally:
+            a.proc.send_signal(signal.SIGCONT)
+        # The application holds its context: the library's hang-up alone
+        # tells the daemon, running again, that it is gone.
+        a.read_until(r'application \d+ went away: 1 QPs destroyed, 1 regions freed', timeout=10)
+        wait_for('a to serve no application',
+                 lambda: ctl(args, 'a', 'stats')['applications']['serving'] == 0, timeout=10)
+        app.send('freed')
+        code, out = app.finish()
+        print(out, end='')
+        check(code == 0 and 'FAIL' not in out, f'daemon_stops exit {code}:\n{out}')
+        run_example(args, a, b)
     with_pair(args, body)
 
 

@@ -20,9 +20,12 @@
  * means the daemon is gone: the context is dead and only the destroy
  * calls and smrc_close_device() remain useful. The library learns of it
  * in slow-path calls, waits, and empty polls of a CQ; posting does not
- * look (it returns 0 until another call has found out). A daemon that is
- * alive but never answers (stopped, SIGSTOP) holds slow-path calls until
- * it answers.
+ * look (it returns 0 until another call has found out). A daemon that
+ * does not answer a slow-path call within the reply timeout
+ * (SMRC_REPLY_TIMEOUT_ENV; stopped with SIGSTOP, say) is given up as gone:
+ * that call fails with ETIMEDOUT, the library hangs up (the daemon, when
+ * it runs again, frees what the context had), and the context is dead as
+ * above.
  *
  * Threading. Slow-path calls (open, create, modify, destroy, alloc) may be
  * made from any thread. The data path is single-threaded per queue: a QP
@@ -61,6 +64,12 @@ const char* smrc_version_string(void);
 /* Where smrc_open_device(NULL) connects: $SOFTMRC_SOCKET, else this. */
 #define SMRC_DEFAULT_SOCKET "/run/softmrc/softmrcd.sock"
 #define SMRC_SOCKET_ENV "SOFTMRC_SOCKET"
+/* How long a slow-path call (every call that is not a post, a poll or a
+ * wait for an event) waits for the daemon to take its connection and to
+ * answer: $SOFTMRC_REPLY_TIMEOUT_MS (1..3600000), read when the device is
+ * opened, else this. A daemon that takes longer is given up as gone. */
+#define SMRC_REPLY_TIMEOUT_ENV "SOFTMRC_REPLY_TIMEOUT_MS"
+#define SMRC_DEFAULT_REPLY_TIMEOUT_MS 30000
 
 /* ------------------------------------------------------------------ */
 /* Opaque handles                                                      */
@@ -103,7 +112,10 @@ union smrc_gid {
  * kernel or by the daemon), EBUSY the daemon serves as many applications
  * as it may (256), EPROTO a daemon of another protocol version,
  * ENAMETOOLONG path too long, ENOTCONN the daemon hung up before it
- * answered, ENOMEM, EMFILE/ENFILE no descriptor for the socket. */
+ * answered, ETIMEDOUT it took neither the connection nor the request
+ * within the reply timeout (SMRC_REPLY_TIMEOUT_ENV), EINVAL that variable
+ * is not a number of milliseconds in 1..3600000, ENOMEM, EMFILE/ENFILE no
+ * descriptor for the socket. */
 struct smrc_context* smrc_open_device(const char* path);
 /* Closes the context. Everything made through it that the application has
  * not destroyed is destroyed by the daemon (as if the process had died),
