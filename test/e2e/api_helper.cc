@@ -196,25 +196,39 @@ int poll_n(smrc_cq* cq, smrc_wc* got, int n) {
   return have;
 }
 
+// A SOCK_SEQPACKET socket bound to `path` (whatever was there removed),
+// or -1.
+int bound_socket(const std::string& path) {
+  ::unlink(path.c_str());
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) return fd;
+  if (fd >= 0) ::close(fd);
+  return -1;
+}
+
+// smrc_open_device(path)'s errno, 0 if it opened (the context closed again).
+int open_errno(const char* path) {
+  smrc_context* ctx = smrc_open_device(path);
+  const int e = ctx ? 0 : errno;
+  if (ctx) smrc_close_device(ctx);
+  return e;
+}
+
 // open_device's errors before any daemon answers: a socket file nobody
 // listens on, and a path no socket address holds.
 void open_errors(const char* sock) {
   const std::string refused = std::string(sock) + ".refused";
-  ::unlink(refused.c_str());
-  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", refused.c_str());
-  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  expect(bound, "a socket file nobody listens on");
-  smrc_context* none = smrc_open_device(refused.c_str());
-  expect_err(none ? 0 : errno, ECONNREFUSED, "open_device with nothing listening");
+  const int fd = bound_socket(refused);
+  expect(fd >= 0, "a socket file nobody listens on");
+  expect_err(open_errno(refused.c_str()), ECONNREFUSED, "open_device with nothing listening");
   ::close(fd);
   ::unlink(refused.c_str());
-  none = smrc_open_device(("/tmp/" + std::string(sizeof(addr.sun_path), 'x')).c_str());
-  expect_err(none ? 0 : errno, ENAMETOOLONG, "open_device with a path over sun_path");
-  none = smrc_open_device("/nonexistent/softmrc.sock");
-  expect_err(none ? 0 : errno, ENOENT, "open_device on no socket");
+  expect_err(open_errno(("/tmp/" + std::string(sizeof(sockaddr_un::sun_path), 'x')).c_str()),
+             ENAMETOOLONG, "open_device with a path over sun_path");
+  expect_err(open_errno("/nonexistent/softmrc.sock"), ENOENT, "open_device on no socket");
 }
 
 // The milliseconds since it was made.
@@ -234,10 +248,8 @@ class Stopwatch {
 // `timeout_ms`, and not much later.
 void open_times_out(const char* sock, long timeout_ms, const char* what) {
   const Stopwatch took;
-  smrc_context* ctx = smrc_open_device(sock);
-  const int e = ctx ? 0 : errno;
+  const int e = open_errno(sock);
   const long ms = took.ms();
-  if (ctx) smrc_close_device(ctx);
   expect_err(e, ETIMEDOUT, what);
   expect(ms >= timeout_ms && ms < timeout_ms + 5000, "  ...after the reply timeout (ms)", ms);
 }
@@ -249,22 +261,14 @@ void open_times_out(const char* sock, long timeout_ms, const char* what) {
 void reply_timeout_errors(const char* sock) {
   for (const char* bad : {"0", "-5", "abc", "10ms", " 10", "3600001", "99999999999"}) {
     setenv(SMRC_REPLY_TIMEOUT_ENV, bad, 1);
-    smrc_context* ctx = smrc_open_device(sock);
-    const int e = ctx ? 0 : errno;
-    if (ctx) smrc_close_device(ctx);
-    expect_err(e, EINVAL,
+    expect_err(open_errno(sock), EINVAL,
                (std::string("open_device with " SMRC_REPLY_TIMEOUT_ENV "=") + bad).c_str());
   }
   setenv(SMRC_REPLY_TIMEOUT_ENV, "300", 1);
   const std::string mute = std::string(sock) + ".mute";
-  ::unlink(mute.c_str());
-  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", mute.c_str());
+  const int fd = bound_socket(mute);
   // A backlog of 0 holds one connection: the first open's.
-  expect(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && ::listen(fd, 0) == 0,
-         "a listener that accepts nothing");
+  expect(fd >= 0 && ::listen(fd, 0) == 0, "a listener that accepts nothing");
   open_times_out(mute.c_str(), 300, "open_device: the hello unanswered -> ETIMEDOUT");
   open_times_out(mute.c_str(), 300, "open_device: the backlog full -> ETIMEDOUT");
   ::close(fd);

@@ -29,13 +29,14 @@ void park(void*) {
 // An interrupt source of our own whose callback parks the thread: not an
 // alarm, because rte_eal_cleanup() unregisters the alarms' source and
 // waits while its callback runs. Its handle is not in EAL's memory, and
-// nothing unregisters it.
+// nothing unregisters it. EAL registers a copy of the handle; the
+// callback's argument keeps the original reachable (LeakSanitizer).
 bool ask_to_park() {
   rte_intr_handle* handle = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
   const int fd = ::eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);  // readable at once
   if (handle == nullptr || fd < 0 || rte_intr_fd_set(handle, fd) != 0 ||
       rte_intr_type_set(handle, RTE_INTR_HANDLE_EXT) != 0 ||
-      rte_intr_callback_register(handle, park, nullptr) != 0) {
+      rte_intr_callback_register(handle, park, handle) != 0) {
     if (fd >= 0) ::close(fd);
     rte_intr_instance_free(handle);
     return false;
