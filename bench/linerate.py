@@ -14,6 +14,10 @@ For each payload size the same run measures, on one forwarding lcore each:
                    memory, ACKs out (middle packets of a long Write when the
                    payload is a path MTU, else one-packet Writes ACKed each)
   softmrcd rx-noicrc  the same with rx_verify_icrc: false
+  softmrcd rx-fcs  rx with each frame's FCS behind it, as a NIC that keeps the
+                   CRC (RTE_ETH_RX_OFFLOAD_KEEP_CRC) leaves it: the ICRC check
+                   folds the headers and takes the body's part from the FCS
+                   (net_null keeps none: the synthetic peer writes it)
   softmrcd tx      data out: segmentation, framing with the payload copied
                    into the mbuf, ICRC; ACKs in
 
@@ -256,6 +260,7 @@ def measure(args):
         mtu = size if size in VALID_MTUS else 4096
         results = {'rx': softmrcd(args, f'rx:{size}', mtu),
                    'rx-noicrc': softmrcd(args, f'rx:{size}', mtu, icrc=False),
+                   'rx-fcs': softmrcd(args, f'rx-fcs:{size}', mtu),
                    'tx': softmrcd(args, f'tx:{size}', mtu)}
         frame = results['rx'][0]
         copy, copy_share = testpmd(args, frame, 1)

@@ -109,7 +109,9 @@ void BM_BuildHeaders(benchmark::State& state, const Transport& t, bool from_temp
 BENCHMARK_CAPTURE(BM_BuildHeaders, ack, ack_transport(), false);
 BENCHMARK_CAPTURE(BM_BuildHeaders, ack_template, ack_transport(), true);
 
-void BM_Parse(benchmark::State& state, const Transport& t, uint32_t payload_len, bool verify) {
+// With `fcs_kept`, the port hands over the frame's FCS (PortChecks).
+void BM_Parse(benchmark::State& state, const Transport& t, uint32_t payload_len, bool verify,
+              bool fcs_kept = false) {
   const Built b = build(t, payload_len);
   if (b.len == 0) {
     state.SkipWithError("build_packet failed");
@@ -118,19 +120,24 @@ void BM_Parse(benchmark::State& state, const Transport& t, uint32_t payload_len,
   ParseConfig cfg;
   cfg.ev_mode = EvMode::kStev;
   cfg.verify_icrc = verify;
+  PortChecks checked;
+  checked.fcs_kept = fcs_kept;
+  checked.fcs = crc32({b.frame.data(), b.len});
   PacketView view;
   for (auto _ : state) {
-    const ParseStatus s = parse({b.frame.data(), b.len}, cfg, &view);
+    const ParseStatus s = parse({b.frame.data(), b.len}, cfg, &view, checked);
     benchmark::DoNotOptimize(s);
     benchmark::DoNotOptimize(view);
   }
-  if (parse({b.frame.data(), b.len}, cfg, &view) != ParseStatus::kOk) {
+  if (parse({b.frame.data(), b.len}, cfg, &view, checked) != ParseStatus::kOk ||
+      (fcs_kept && view.icrc_check != IcrcCheck::kFromFcs)) {
     state.SkipWithError("parse failed");
   }
   state.SetItemsProcessed(state.iterations());
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(payload_len));
 }
 BENCHMARK_CAPTURE(BM_Parse, data_4k_icrc, data_transport(), kDataPayloadBytes, true);
+BENCHMARK_CAPTURE(BM_Parse, data_4k_icrc_fcs, data_transport(), kDataPayloadBytes, true, true);
 BENCHMARK_CAPTURE(BM_Parse, data_4k_no_icrc, data_transport(), kDataPayloadBytes, false);
 BENCHMARK_CAPTURE(BM_Parse, ack_icrc, ack_transport(), 0, true);
 BENCHMARK_CAPTURE(BM_Parse, ack_no_icrc, ack_transport(), 0, false);
@@ -139,7 +146,8 @@ BENCHMARK_CAPTURE(BM_Parse, probe_icrc, probe_transport(), 0, true);
 // A receiver's 4 KiB frame: parsed with its ICRC checked, its payload
 // placed into a 4 MiB region walked 4 KiB at a time, from one of 32
 // frames (a burst's mbufs). 0: parse, then the copy; 1: the copy deferred
-// into the next frame's parse (wire::DeferredCopy), as softmrcd makes it.
+// into the next frame's parse (wire::DeferredCopy), as softmrcd makes it;
+// 2: as 1, the ICRC checked through the FCS a port kept (PortChecks).
 void BM_ParseAndPlace4k(benchmark::State& state) {
   const Built b = build(data_transport(), kDataPayloadBytes);
   constexpr size_t kFrames = 32;
@@ -151,6 +159,9 @@ void BM_ParseAndPlace4k(benchmark::State& state) {
   cfg.ev_mode = EvMode::kStev;
   PacketView view;
   DeferredCopy placement;
+  PortChecks checked;
+  checked.fcs_kept = state.range(0) == 2;
+  checked.fcs = crc32({b.frame.data(), b.len});
   size_t i = 0;
   size_t to = 0;
   for (auto _ : state) {
@@ -160,7 +171,7 @@ void BM_ParseAndPlace4k(benchmark::State& state) {
       st = parse(frame, cfg, &view);
       std::memcpy(region.data() + to, view.payload, view.payload_len);
     } else {
-      st = parse(frame, cfg, &view, {}, placement);
+      st = parse(frame, cfg, &view, checked, placement);
       placement = {region.data() + to, view.payload, view.payload_len};
     }
     if (st != ParseStatus::kOk) {
@@ -174,7 +185,7 @@ void BM_ParseAndPlace4k(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
   state.SetBytesProcessed(state.iterations() * int64_t{kDataPayloadBytes});
 }
-BENCHMARK(BM_ParseAndPlace4k)->Arg(0)->Arg(1);
+BENCHMARK(BM_ParseAndPlace4k)->Arg(0)->Arg(1)->Arg(2);
 
 // An IPv4 ACK, its ICRC checked, its header checksum summed by parse() or
 // vouched for by the port (PortChecks: rx_ipv4_checksum_offload).

@@ -440,6 +440,7 @@ void read_root(const YAML::Node& root, Config* c) {
            &c->tx_payload);
   m.boolean("rx_verify_icrc", &c->rx_verify_icrc);
   m.boolean("rx_ipv4_checksum_offload", &c->rx_ipv4_checksum_offload);
+  m.boolean("rx_keep_crc", &c->rx_keep_crc);
   m.uint("link_poll_us", 1, 1'000'000, &c->link_poll_us);
   m.uint("tx_stall_us", 1, 10'000'000, &c->tx_stall_us);
   m.uint("idle_yield_passes", 0, 1'000'000'000, &c->idle_yield_passes);

@@ -180,7 +180,8 @@ struct Config {
   TxPayload tx_payload = TxPayload::kCopy;
   bool rx_verify_icrc = true;
   bool rx_ipv4_checksum_offload = true;  // ports that can check IPv4 header checksums do
-  uint32_t mbufs = 8191;                 // per endpoint, for the frames it sends
+  bool rx_keep_crc = true;  // ports that can keep each frame's FCS do: the ICRC check uses it
+  uint32_t mbufs = 8191;    // per endpoint, for the frames it sends
   uint32_t mbuf_cache = 256;
   uint16_t rx_desc = 512;
   uint16_t tx_desc = 512;

@@ -434,13 +434,21 @@ void Daemon::measure_linerate(uint64_t now) {
   const uint64_t dt = s.at_ns - linerate_t0_ns_;
   if (dt < spec.run_ms * 1'000'000) return;
   const uint64_t n = linerate_->packets(s) - linerate_packets0_;
-  const char* kind[] = {"probe", "rx", "tx"};
+  const char* kind[] = {"probe", spec.fcs ? "rx-fcs" : "rx", "tx"};
+  uint64_t rx = 0, from_fcs = 0, fcs_wrong = 0;
+  for (const PlaneCounters& c : s.planes) {
+    rx += c.rx_packets;
+    from_fcs += c.rx_icrc_from_fcs;
+    fcs_wrong += c.rx_fcs_wrong;
+  }
   std::printf(
       "softmrcd: linerate %s: %u-byte frames, %.3f Mpps, %.2f Gb/s on lcore %d "
-      "(%" PRIu64 " packets in %.3f s, %" PRIu64 " dropped)\n",
+      "(%" PRIu64 " packets in %.3f s, %" PRIu64 " dropped); of %" PRIu64
+      " frames received, %" PRIu64 " ICRC-checked through their FCS, %" PRIu64
+      " with a wrong FCS\n",
       kind[size_t(spec.kind)], linerate_->frame_bytes(), n * 1e3 / dt,
       gbps(n * linerate_->frame_bytes(), dt), endpoints_[0]->lcore(), n, dt / 1e9,
-      s.drops.total() + s.engine.ctrl_dropped);
+      s.drops.total() + s.engine.ctrl_dropped, rx, from_fcs, fcs_wrong);
   std::fflush(stdout);
   request_stop("linerate done");
 }

@@ -57,7 +57,8 @@ bool EndpointTask::setup(const Config& cfg, uint32_t index, const std::vector<ui
   // Frames are built in the TX pool; device ports receive into the RX
   // pool (ring ports of a link pass the peer's TX mbufs instead).
   const std::string pool_name = "smrcd_ep" + std::to_string(index);
-  const uint32_t data_room = RTE_PKTMBUF_HEADROOM + max_frame_;
+  // A port that keeps the CRC writes it behind the frame.
+  const uint32_t data_room = RTE_PKTMBUF_HEADROOM + max_frame_ + RTE_ETHER_CRC_LEN;
   const auto make_pool = [&](const std::string& suffix, uint32_t n, uint32_t room) {
     rte_mempool* mp = rte_pktmbuf_pool_create((pool_name + suffix).c_str(), n, cfg.mbuf_cache, 0,
                                               static_cast<uint16_t>(room), socket);
@@ -108,6 +109,7 @@ bool EndpointTask::setup(const Config& cfg, uint32_t index, const std::vector<ui
     pc.tx_multi_seg = cfg.tx_payload == TxPayload::kExtbuf;
     pc.tx_fast_free = cfg.tx_payload == TxPayload::kCopy;
     pc.rx_ipv4_checksum = cfg.rx_ipv4_checksum_offload;
+    pc.rx_keep_crc = cfg.rx_keep_crc;
     pc.link_poll_us = cfg.link_poll_us;
     planes_[p].port = std::make_unique<port::EthdevPort>();
     port::EthdevPort& port = *planes_[p].port;
@@ -116,6 +118,7 @@ bool EndpointTask::setup(const Config& cfg, uint32_t index, const std::vector<ui
       return false;
     }
     planes_[p].port_checks_ipv4 = port.rx_ipv4_checksum();
+    planes_[p].port_keeps_crc = port.rx_keeps_crc();
     if (has_own_lcore(spec, p)) {
       planes_[p].relay = std::make_unique<PortTask>();
       planes_[p].relay->set_lcore(spec.planes[p].lcore);
@@ -434,6 +437,11 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now,
   const auto* data = static_cast<const uint8_t*>(frame);
   wire::PortChecks checked;
   if (planes_[plane].port_checks_ipv4) checked.ipv4_checksum = ipv4_checksum_verdict(m->ol_flags);
+  if (planes_[plane].port_keeps_crc && m->nb_segs == 1 &&
+      rte_pktmbuf_tailroom(m) >= RTE_ETHER_CRC_LEN) {
+    checked.fcs_kept = true;
+    checked.fcs = wire::get_le32(data + len);
+  }
   const wire::ParseStatus st =
       wire::parse({data, len}, framer_.parse_config(), &view_, checked, placement);
   placement = {};
@@ -451,6 +459,8 @@ void EndpointTask::handle_rx(rte_mbuf* m, uint32_t plane, uint64_t now,
   ++c.rx_packets;
   c.rx_bytes += len;
   if (checked.ipv4_checksum == wire::PortVerdict::kGood) ++c.rx_ipv4_checksum_by_port;
+  c.rx_icrc_from_fcs += view_.icrc_check == wire::IcrcCheck::kFromFcs;
+  c.rx_fcs_wrong += view_.icrc_check == wire::IcrcCheck::kFcsWrong;
   // The sender is looked up (a scan of the peers) only where it matters: a
   // connectionless probe's reply has no QP to take the peer from, and a
   // QP_GONE or a port status must come from the QP's own peer.

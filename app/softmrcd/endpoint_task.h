@@ -128,6 +128,11 @@ class EndpointTask {
   port::EthdevPort& port(uint32_t plane) { return *planes_[plane].port; }
   // The lcore of its own that polls the plane's port (port_task.h), or null.
   PortTask* port_task(uint32_t plane) { return planes_[plane].relay.get(); }
+  // The line-rate peer writes each frame's FCS behind it, as a port that
+  // keeps the CRC does: every plane reads it there.
+  void read_fcs_behind_frames() {
+    for (Plane& p : planes_) p.port_keeps_crc = true;
+  }
 
  private:
   static constexpr uint16_t kBurst = 32;
@@ -138,6 +143,7 @@ class EndpointTask {
     std::unique_ptr<port::EthdevPort> port;
     std::unique_ptr<PortTask> relay;  // the port's own lcore, if it has one
     bool port_checks_ipv4 = false;    // port->rx_ipv4_checksum(), at hand per frame
+    bool port_keeps_crc = false;      // port->rx_keeps_crc(), or the line-rate peer's FCS
     PortTaskCounters relay_cleared;   // the relay's counters at the last clear
     PlaneState state;
     PlaneCounters counters;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "cli/number.h"
+#include "wire/icrc.h"
 
 namespace softmrc::softmrcd {
 
@@ -31,15 +32,16 @@ bool parse_linerate(const std::string& arg, LinerateSpec* out, std::string* err)
   }
   const size_t colon = arg.find(':');
   const std::string kind = arg.substr(0, colon);
-  if ((kind == "rx" || kind == "tx") && colon != std::string::npos) {
+  if ((kind == "rx" || kind == "rx-fcs" || kind == "tx") && colon != std::string::npos) {
     uint64_t size = 0;
     if (cli::parse_uint(std::string_view(arg).substr(colon + 1), 1, wire::kMaxPayload, &size)) {
-      out->kind = kind == "rx" ? LinerateKind::kRx : LinerateKind::kTx;
+      out->kind = kind == "tx" ? LinerateKind::kTx : LinerateKind::kRx;
+      out->fcs = kind == "rx-fcs";
       out->size_bytes = static_cast<uint32_t>(size);
       return true;
     }
   }
-  *err = "--linerate: '" + arg + "' is not probe, rx:SIZE or tx:SIZE (SIZE 1..9000)";
+  *err = "--linerate: '" + arg + "' is not probe, rx:SIZE, rx-fcs:SIZE or tx:SIZE (SIZE 1..9000)";
   return false;
 }
 
@@ -118,21 +120,29 @@ bool Linerate::setup(const Config& cfg, EndpointTask& ep, const LinerateSpec& sp
       t.data.rkey = key;
       if (!build_template(cfg, t, spec.size_bytes, err)) return false;
       // The ICRC is affine in the frame's bits: icrc(psn) = icrc(0) ^ the
-      // change each PSN byte makes on its own.
+      // change each PSN byte makes on its own. So is the FCS, of the PSN
+      // and of the ICRC that follows from it.
       const size_t hlen = wire::header_len(from_peer_, t.opcode);
       psn_offset_ = hlen - wire::transport_header_len(t.opcode) + offsetof(wire::Bth, psn);
       const auto icrc_of = [&](const std::vector<uint8_t>& f) {
         return wire::packet_icrc({f.data(), hlen}, {f.data() + hlen, spec.size_bytes}, me.ev_mode);
       };
+      const auto fcs_of = [&](std::vector<uint8_t> f) {
+        wire::store_icrc(icrc_of(f), f.data() + f.size() - wire::kIcrcLen);
+        return wire::crc32(f);
+      };
       icrc_base_ = icrc_of(frame_);
+      fcs_base_ = fcs_of(frame_);
       std::vector<uint8_t> scratch = frame_;
       for (size_t k = 0; k < 3; ++k) {
         for (unsigned v = 0; v < 256; ++v) {
           scratch[psn_offset_ + k] = static_cast<uint8_t>(v);
           icrc_delta_[k][v] = icrc_of(scratch) ^ icrc_base_;
+          fcs_delta_[k][v] = fcs_of(scratch) ^ fcs_base_;
         }
         scratch[psn_offset_ + k] = 0;
       }
+      if (spec.fcs) ep.read_fcs_behind_frames();
       break;
     }
     case LinerateKind::kTx: {
@@ -223,6 +233,10 @@ uint16_t Linerate::on_rx(uint16_t, uint16_t, rte_mbuf** pkts, uint16_t n, uint16
     const uint32_t icrc = self.icrc_base_ ^ self.icrc_delta_[0][b[0]] ^ self.icrc_delta_[1][b[1]] ^
                           self.icrc_delta_[2][b[2]];
     wire::store_icrc(icrc, p + self.frame_bytes_ - wire::kIcrcLen);
+    if (self.spec_.fcs)
+      wire::put_le32(p + self.frame_bytes_, self.fcs_base_ ^ self.fcs_delta_[0][b[0]] ^
+                                                self.fcs_delta_[1][b[1]] ^
+                                                self.fcs_delta_[2][b[2]]);
   }
   return n;
 }

@@ -16,6 +16,12 @@
 //             ICRC (XOR of three table entries, precomputed with lib/wire).
 //             The endpoint parses, checks the ICRC, places the payload in
 //             registered memory (the one copy) and sends the ACKs.
+//   rx-fcs:SIZE
+//             rx, with each frame's FCS behind it (patched as the ICRC is),
+//             as a port that keeps the CRC (RTE_ETH_RX_OFFLOAD_KEEP_CRC)
+//             leaves it: the endpoint reads it there, so its ICRC check
+//             folds the headers only. net_null keeps no CRC: this measures
+//             what a NIC that does would give.
 //   tx:SIZE   the endpoint's QP sends Writes-with-Immediate, not filled: of
 //             64 packets of SIZE bytes when SIZE is the path MTU, else of one
 //             packet; a TX hook notes the last PSN of each burst and the next
@@ -42,11 +48,12 @@ enum class LinerateKind : uint8_t { kProbe, kRx, kTx };
 struct LinerateSpec {
   LinerateKind kind = LinerateKind::kProbe;
   uint32_t size_bytes = 0;  // payload of rx and tx packets
+  bool fcs = false;         // rx: each frame's FCS behind it (rx-fcs)
   uint64_t warmup_ms = 300;
   uint64_t run_ms = 2000;
 };
 
-// "probe", "rx:SIZE" or "tx:SIZE".
+// "probe", "rx:SIZE", "rx-fcs:SIZE" or "tx:SIZE".
 bool parse_linerate(const std::string& arg, LinerateSpec* out, std::string* err);
 
 class Linerate {
@@ -73,10 +80,12 @@ class Linerate {
   uint32_t frame_bytes_ = 0;
   wire::ParseConfig parse_cfg_;
 
-  // rx: PSN and ICRC patching.
+  // rx: PSN, ICRC and FCS patching.
   size_t psn_offset_ = 0;
   uint32_t icrc_base_ = 0;
   std::array<std::array<uint32_t, 256>, 3> icrc_delta_{};
+  uint32_t fcs_base_ = 0;
+  std::array<std::array<uint32_t, 256>, 3> fcs_delta_{};
   uint32_t next_psn_ = 0;
 
   // tx: the cumulative ACK the next RX burst carries.

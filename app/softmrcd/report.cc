@@ -106,6 +106,7 @@ void ports_report(Daemon& d, int only, Report* out) {
       r.num("unmap_guard_timeouts", port::unmap_guard::wait_timeouts());   // the process's
       r.num("hangup_guard_sends", port::hangup_guard::peer_gone_sends());  // the process's
       r.num("rx_ipv4_checksum", port.rx_ipv4_checksum());
+      r.num("rx_keep_crc", port.rx_keeps_crc());
       rte_eth_stats st{};
       port.stats(&st);
       add_port_counters(st, &r);
@@ -129,6 +130,8 @@ void planes_report(Daemon& d, const std::vector<EndpointSnapshot>& snaps, int on
       r.num("tx_bytes", s.planes[p].tx_bytes);
       r.num("tx_extbuf", s.planes[p].tx_extbuf);
       r.num("rx_ipv4_checksum_by_port", s.planes[p].rx_ipv4_checksum_by_port);
+      r.num("rx_icrc_from_fcs", s.planes[p].rx_icrc_from_fcs);
+      r.num("rx_fcs_wrong", s.planes[p].rx_fcs_wrong);
       r.num("link_changes", s.planes[p].link_changes);
       r.num("tx_stalls", s.planes[p].tx_stalls);
       r.num("port_rx_stalls", s.planes[p].port_rx_stalls);

@@ -55,6 +55,11 @@ struct PlaneCounters {
   uint64_t tx_stalls = 0;     // times its port took no frame for tx_stall_us while in use
   // Of rx_packets, those whose IPv4 header checksum the port checked.
   uint64_t rx_ipv4_checksum_by_port = 0;
+  // Of rx_packets, those whose ICRC was checked through the FCS their port
+  // kept, and those whose kept FCS disagreed (then folded whole: what the
+  // port left behind the frame was not its FCS).
+  uint64_t rx_icrc_from_fcs = 0;
+  uint64_t rx_fcs_wrong = 0;
   // A port on an lcore of its own (port_task.h).
   uint64_t port_rx_stalls = 0;     // its passes that left RX alone: the endpoint was behind
   uint64_t port_tx_link_down = 0;  // frames it freed because the link was down

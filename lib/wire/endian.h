@@ -97,6 +97,10 @@ inline uint32_t get_be32(const uint8_t* p) {
 inline uint64_t get_be64(const uint8_t* p) {
   return load<Be64>(p).get();
 }
+// Little-endian: CRC-32 words, as the Ethernet FCS holds its CRC.
+inline uint32_t get_le32(const uint8_t* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
 
 template <typename F, typename T>
 void put_be(uint8_t* p, T v) {
@@ -115,6 +119,10 @@ inline void put_be32(uint8_t* p, uint32_t v) {
 }
 inline void put_be64(uint8_t* p, uint64_t v) {
   put_be<Be64>(p, v);
+}
+inline void put_le32(uint8_t* p, uint32_t v) {
+  const uint8_t b[4] = {uint8_t(v), uint8_t(v >> 8), uint8_t(v >> 16), uint8_t(v >> 24)};
+  std::memcpy(p, b, 4);
 }
 
 }  // namespace softmrc::wire

@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <bit>
 #include <cstddef>
 #include <cstring>
 #include <utility>
@@ -63,15 +62,15 @@ uint32_t crc_word(uint32_t state, uint32_t lo, uint32_t hi) {
          kTables[1][(hi >> 16) & 0xff] ^ kTables[0][hi >> 24];
 }
 
-uint32_t load_le32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return std::endian::native == std::endian::big ? __builtin_bswap32(v) : v;
-}
-
 uint32_t crc_tables(uint32_t state, const uint8_t* data, size_t len) {
-  for (; len >= 8; data += 8, len -= 8)
-    state = crc_word(state, load_le32(data), load_le32(data + 4));
+  for (; len >= 8; data += 8, len -= 8) state = crc_word(state, get_le32(data), get_le32(data + 4));
+  if (len >= 4) {  // an ICRC field: four lookups at once
+    const uint32_t w = state ^ get_le32(data);
+    state = kTables[3][w & 0xff] ^ kTables[2][(w >> 8) & 0xff] ^ kTables[1][(w >> 16) & 0xff] ^
+            kTables[0][w >> 24];
+    data += 4;
+    len -= 4;
+  }
   while (len--) state = crc_byte(state, *data++);
   return state;
 }
@@ -85,13 +84,14 @@ constexpr uint32_t kIcrcSeed = [] {
 }();
 
 // kIcrcSeedBefore[z]: the state that z zero bytes take to kIcrcSeed, so that
-// an ICRC may start z bytes early, on zeros (icrc_short()). One zero byte
-// maps s to (s >> 8) ^ T[s & 0xff], whose top byte names s & 0xff: the
-// top bytes of the 256 table entries are all different.
-constexpr std::array<uint32_t, 16> kIcrcSeedBefore = [] {
-  std::array<uint32_t, 16> seed{};
+// an ICRC may start z bytes early, on zeros: up to 15 in icrc_short(), the
+// IP header's offset in header_difference(). One zero byte maps s to
+// (s >> 8) ^ T[s & 0xff], whose top byte names s & 0xff: the top bytes of
+// the 256 table entries are all different.
+constexpr std::array<uint32_t, 32> kIcrcSeedBefore = [] {
+  std::array<uint32_t, 32> seed{};
   uint32_t t = kIcrcSeed;
-  for (size_t z = 0; z < 16; ++z) {
+  for (size_t z = 0; z < seed.size(); ++z) {
     seed[z] = t;
     uint32_t low = 0;
     while (kTables[0][low] >> 24 != t >> 24) ++low;
@@ -158,8 +158,8 @@ uint32_t crc_masked_tables(uint32_t state, const uint8_t* p, size_t len, const I
   const uint8_t* mask = m.bytes();
   size_t i = 0;
   for (; i + 8 <= std::min(len, m.len); i += 8)
-    state = crc_word(state, load_le32(p + i) | load_le32(mask + i),
-                     load_le32(p + i + 4) | load_le32(mask + i + 4));
+    state = crc_word(state, get_le32(p + i) | get_le32(mask + i),
+                     get_le32(p + i + 4) | get_le32(mask + i + 4));
   for (; i < std::min(len, m.len); ++i) state = crc_byte(state, p[i] | mask[i]);
   return crc_tables(state, p + i, len - i);
 }
@@ -506,6 +506,41 @@ constexpr bool icrc_is_short(size_t h) {
   return h >= 16 && h <= 16 * kShortBlocks;
 }
 
+// The FCS's state after the n blocks at `frame` XOR the ICRC's after the
+// same bytes from the IP header (at l3) on, masked by `m`, in one fold:
+// the CRC is linear, so the two streams may be XORed where they are as
+// long. The ICRC's is made as long by starting it l3 bytes early on zeros
+// (from kIcrcSeedBefore[l3]); XORed, the streams are the frame up to the
+// IP header, then a ^ (a | mask) = mask & ~a, and their states XOR too.
+// Each block is folded straight onto the last, as in icrc_short().
+SOFTMRC_CLMUL uint32_t header_difference(const uint8_t* frame, size_t n, size_t l3,
+                                         const IcrcMask& m) {
+  // Ones from byte 16 on: the part of the block around l3 the ICRC covers.
+  alignas(16) static constexpr uint8_t kZerosThenOnes[48] = {
+      0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,
+      0,    0,    0,    0,    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+      0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+      0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  const auto block = [&](size_t i) {
+    const __m128i f = load128(frame + 16 * i);
+    if (16 * i + 16 <= l3) return f;
+    // The mask is loaded from up to 16 bytes before it, which are zero.
+    const __m128i covered = _mm_or_si128(f, load128(m.bytes() + 16 * i - l3));
+    if (16 * i >= l3) return _mm_xor_si128(f, covered);
+    return _mm_xor_si128(f, _mm_and_si128(covered, load128(kZerosThenOnes + 16 + 16 * i - l3)));
+  };
+  __m128i x = _mm_setzero_si128();
+  for (size_t i = 0; i + 1 < n; ++i) {
+    __m128i b = block(i);
+    if (i == 0)
+      b = _mm_xor_si128(b, _mm_cvtsi32_si128(static_cast<int>(kCrc32Init ^ kIcrcSeedBefore[l3])));
+    const __m128i k = pair128(kFoldBlocks[n - 1 - i]);
+    x = _mm_xor_si128(
+        x, _mm_xor_si128(_mm_clmulepi64_si128(b, k, 0x00), _mm_clmulepi64_si128(b, k, 0x11)));
+  }
+  return reduce(_mm_xor_si128(x, block(n - 1)));
+}
+
 // A stream of len >= 16 bytes; with a mask, len >= 16 * mask->blocks.
 // Makes what it can of `side` on the way (Stream).
 SOFTMRC_CLMUL uint32_t crc_folded(bool wide, uint32_t state, const uint8_t* p, size_t len,
@@ -584,6 +619,41 @@ uint32_t icrc_masked(const IcrcMask& m, const uint8_t* l3, size_t len,
   return crc_masked(kIcrcSeed, l3, len, m, side);
 }
 
+// kShiftBy[n] (n >= 4): reflect(x^(8n - 32) mod P). A remainder s times it,
+// carry-less, is 64 bits that the tables turn into s x^(8n) mod P: they
+// fold eight bytes from state 0, which multiplies them by x^32.
+constexpr std::array<uint32_t, kMaxShift + 1> kShiftBy = [] {
+  std::array<uint32_t, kMaxShift + 1> k{};
+  uint64_t r = 1;  // x^0, for n = 4
+  for (size_t n = 4; n <= kMaxShift; ++n) {
+    uint32_t reflected = 0;
+    for (unsigned b = 0; b < 32; ++b) reflected |= uint32_t((r >> b) & 1) << (31 - b);
+    k[n] = reflected;
+    for (int i = 0; i < 8; ++i) {
+      r <<= 1;
+      if (r >> 32) r ^= 0x104c11db7;
+    }
+  }
+  return k;
+}();
+
+#if defined(__x86_64__)
+SOFTMRC_CLMUL uint64_t clmul_x86(uint32_t a, uint64_t b) {
+  return static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_clmulepi64_si128(
+      _mm_cvtsi32_si128(static_cast<int>(a)), _mm_cvtsi64_si128(static_cast<long long>(b)), 0)));
+}
+#endif
+
+// a times b, carry-less; b has at most 33 bits.
+uint64_t clmul(uint32_t a, uint64_t b) {
+#if defined(__x86_64__)
+  if (engine() != CrcEngine::kTables) return clmul_x86(a, b);
+#endif
+  uint64_t r = 0;
+  for (unsigned i = 0; i < 32; ++i) r ^= (uint64_t{0} - ((a >> i) & 1)) & (b << i);
+  return r;
+}
+
 }  // namespace
 
 CrcEngine crc32_engine() {
@@ -624,6 +694,50 @@ uint32_t crc32_copy(uint32_t state, uint8_t* dst, const uint8_t* src, size_t len
 #endif
   if (len > 0) std::memcpy(dst, src, len);
   return crc_tables(state, src, len);
+}
+
+uint32_t crc32_shift(uint32_t state, size_t len) {
+  for (; len > kMaxShift; len -= kMaxShift) state = crc32_shift(state, kMaxShift);
+  if (len < 4) {
+    while (len--) state = crc_byte(state, 0);
+    return state;
+  }
+  // The reflected product, one bit short of 64: << 1 aligns it.
+  const uint64_t p = clmul(state, uint64_t{kShiftBy[len]} << 1);
+  return crc_word(0, static_cast<uint32_t>(p), static_cast<uint32_t>(p >> 32));
+}
+
+bool icrc_matches_fcs(const IcrcLayout& layout, std::span<const uint8_t> frame, size_t body_offset,
+                      size_t icrc_offset, uint32_t fcs) {
+  if (body_offset > icrc_offset || icrc_offset > frame.size() ||
+      frame.size() - icrc_offset < kIcrcLen)
+    return false;
+  const uint8_t* p = frame.data();
+  // Both CRCs run over the body from different states, the FCS's from its
+  // fold of the Ethernet header on, the ICRC's from its fold of the masked
+  // headers: the body adds the same to both, so their states differ after
+  // it as before it, moved along by its length. The FCS's state at the
+  // frame's end is then the ICRC's at the body's end (the claimed ICRC)
+  // taken over what follows the body, plus that difference moved over it
+  // all. The claim's part does not wait for the header folds.
+  uint32_t difference;
+#if defined(__x86_64__)
+  // The body may start later: on a block boundary, both folds of the
+  // headers are one of whole blocks.
+  const size_t split = (body_offset + 15) / 16 * 16;
+  if (engine() != CrcEngine::kTables && split <= icrc_offset && split <= 16 * kShortBlocks &&
+      layout.l3_offset < kIcrcSeedBefore.size()) {
+    difference = header_difference(p, split / 16, layout.l3_offset, mask_of(layout));
+    body_offset = split;
+  } else
+#endif
+  {
+    difference =
+        crc32_update(kCrc32Init, p, body_offset) ^ ~icrc_of(layout, frame.first(body_offset), {});
+  }
+  const uint32_t claimed = ~get_be32(p + icrc_offset);
+  const uint32_t claim_at_end = crc32_update(claimed, p + icrc_offset, frame.size() - icrc_offset);
+  return crc32_final(claim_at_end ^ crc32_shift(difference, frame.size() - body_offset)) == fcs;
 }
 
 uint32_t icrc_of(const IcrcLayout& layout, std::span<const uint8_t> headers,

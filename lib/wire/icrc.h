@@ -23,6 +23,13 @@ uint32_t crc32(std::span<const uint8_t> data);
 // two, for a payload that is both copied and checked.
 uint32_t crc32_copy(uint32_t state, uint8_t* dst, const uint8_t* src, size_t len);
 
+// The state `len` zero bytes take `state` to: a running CRC moved `len`
+// bytes further along the stream, the CRC being linear (zlib's
+// crc32_combine() rests on the same). One multiply up to kMaxShift bytes
+// (a payload and its type header), one per kMaxShift beyond.
+inline constexpr size_t kMaxShift = kMaxPayload + 64;
+uint32_t crc32_shift(uint32_t state, size_t len);
+
 // The CRC engines. Every engine computes the same function; the fastest
 // one the CPU has is chosen at start-up. Like rte_net_crc_set_alg(), a test
 // or benchmark may pick another: set it before any lcore computes CRCs.
@@ -50,5 +57,16 @@ uint32_t icrc_of(const IcrcLayout& layout, std::span<const uint8_t> headers,
 // frame + hlen in the same pass.
 uint32_t icrc_copy(const IcrcLayout& layout, uint8_t* frame, size_t hlen,
                    std::span<const uint8_t> payload);
+
+// Whether the ICRC of a frame whose Ethernet FCS its port checked is right.
+// `frame` is every byte the FCS covers (Ethernet padding included), `fcs`
+// its value (the CRC-32 of `frame`), and frame[0, body_offset) holds at
+// least the Ethernet, IP, SRH, UDP and BTH headers; the ICRC field sits at
+// icrc_offset. The FCS and the ICRC fold the same body (what is between the
+// two offsets), so the FCS says what the body adds: only the headers and
+// what follows the body are folded here, in a time the body's length does
+// not change. False also where the offsets do not fit the frame.
+bool icrc_matches_fcs(const IcrcLayout& layout, std::span<const uint8_t> frame, size_t body_offset,
+                      size_t icrc_offset, uint32_t fcs);
 
 }  // namespace softmrc::wire

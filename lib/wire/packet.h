@@ -225,6 +225,18 @@ struct ParseConfig {
   bool verify_icrc = true;
 };
 
+// How parse() checked a frame's ICRC.
+enum class IcrcCheck : uint8_t {
+  kNone,      // not checked: a trimmed frame, or verify_icrc off
+  kFolded,    // the whole frame folded
+  kFromFcs,   // the headers folded, the body taken from the port's FCS
+  kFcsWrong,  // the port's FCS disagreed, a fold of the whole then agreed:
+              // what the port kept was not the frame's FCS
+};
+// Bodies (what follows the BTH and MTH) at least this long are checked
+// through a kept FCS: shorter ones fold about as fast as the headers.
+inline constexpr size_t kIcrcFromFcsMinBody = 256;
+
 struct PacketView {
   MacAddr src_mac;
   MacAddr dst_mac;
@@ -245,6 +257,7 @@ struct PacketView {
   const uint8_t* payload = nullptr;
   uint32_t payload_len = 0;
   uint16_t header_len = 0;
+  IcrcCheck icrc_check = IcrcCheck::kNone;
 };
 
 // What the port that received a frame found when it checked it (its RX
@@ -256,6 +269,11 @@ enum class PortVerdict : uint8_t {
 };
 struct PortChecks {
   PortVerdict ipv4_checksum = PortVerdict::kUnchecked;  // the IPv4 header checksum
+  // The port kept the frame's Ethernet FCS after checking it (a frame that
+  // failed never arrives): `fcs`, the CRC-32 of every byte of the frame.
+  // The ICRC check then folds the headers only (icrc_matches_fcs()).
+  bool fcs_kept = false;
+  uint32_t fcs = 0;
 };
 
 // A copy one step leaves for a later one to make: the engine's placement of

@@ -206,8 +206,21 @@ ParseStatus parse_frame(std::span<const uint8_t> frame, const ParseConfig& cfg, 
   if (mth[offsetof(Mth, version)] != kProtocolVersion) return reject(out, ParseStatus::kBadVersion);
   // The ICRC is computed here and compared last: its latency then overlaps
   // with reading the rest of the headers instead of adding to it.
-  const bool check_icrc = cfg.verify_icrc && v.dscp != cfg.dscp.trimmed;
-  const uint32_t icrc = check_icrc ? icrc_of(layout, frame.first(ip_end - kIcrcLen), {}, side) : 0;
+  // A kept FCS vouches for the body, from the MTH's end on, when it is
+  // long enough to be worth it; a disagreement falls back to the fold.
+  IcrcCheck icrc_check = IcrcCheck::kNone;
+  uint32_t icrc = 0;
+  if (cfg.verify_icrc && v.dscp != cfg.dscp.trimmed) {
+    const size_t body = off + sizeof(Bth) + sizeof(Mth);
+    const bool fcs_usable = checked.fcs_kept && ip_end - body >= kIcrcFromFcsMinBody + kIcrcLen;
+    if (fcs_usable && icrc_matches_fcs(layout, frame, body, ip_end - kIcrcLen, checked.fcs)) {
+      icrc_check = IcrcCheck::kFromFcs;
+    } else {
+      icrc = icrc_of(layout, frame.first(ip_end - kIcrcLen), {}, side);
+      icrc_check = fcs_usable ? IcrcCheck::kFcsWrong : IcrcCheck::kFolded;
+    }
+  }
+  v.icrc_check = icrc_check;
   Transport& t = v.t;
   t.opcode = static_cast<Opcode>(opcode);
   t.pkey = get_be16(bth + offsetof(Bth, pkey));
@@ -243,7 +256,8 @@ ParseStatus parse_frame(std::span<const uint8_t> frame, const ParseConfig& cfg, 
       s != ParseStatus::kOk)
     return reject(out, s);
 
-  if (check_icrc && icrc != get_be32(base + ip_end - kIcrcLen))
+  if (icrc_check != IcrcCheck::kNone && icrc_check != IcrcCheck::kFromFcs &&
+      icrc != get_be32(base + ip_end - kIcrcLen))
     return reject(out, ParseStatus::kBadIcrc);
   v.payload = payload_len ? base + off : nullptr;
   v.payload_len = static_cast<uint32_t>(payload_len);

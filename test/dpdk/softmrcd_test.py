@@ -376,20 +376,27 @@ def case_port_lcores(args):
 def case_linerate(args):
     """--linerate on the shipped net_null configuration (bench/linerate.py's
     modes): each measures packets, drops none and exits 0; tx also with a
-    send queue smaller than qp.max_wimm, which bounds its window."""
+    send queue smaller than qp.max_wimm, which bounds its window. rx-fcs
+    checks every frame's ICRC through the FCS behind it, rx none."""
     with open(os.path.join(args.docs, '..', 'config', 'softmrcd', 'linerate-null.yaml')) as f:
         shipped = f.read()
     for name, mode, extra in (('probe', 'probe', ''), ('rx', 'rx:4096', ''),
-                              ('tx', 'tx:4096', ''),
+                              ('rx_fcs', 'rx-fcs:4096', ''), ('tx', 'tx:4096', ''),
                               ('tx_small_sq', 'tx:64', 'limits: {max_send_wr: 8}\n')):
         d = Daemon(args, 'linerate_' + name)
         with open(d.cfg_path, 'w') as f:
             f.write(shipped + extra)
         code, out, err = d.run(['--linerate', mode], timeout=60)
         m = re.search(r'linerate (\S+): \d+-byte frames, [\d.]+ Mpps, [\d.]+ Gb/s on lcore \d+ '
-                      r'\((\d+) packets in [\d.]+ s, (\d+) dropped\)', out + err)
+                      r'\((\d+) packets in [\d.]+ s, (\d+) dropped\); of (\d+) frames received, '
+                      r'(\d+) ICRC-checked through their FCS, (\d+) with a wrong FCS', out + err)
         check(code == 0 and m is not None and m.group(1) == mode.split(':')[0] and
               int(m.group(2)) > 0 and int(m.group(3)) == 0, f'{name}: exit {code}', out + err)
+        received, from_fcs, fcs_wrong = (int(m.group(k)) for k in (4, 5, 6))
+        want_from_fcs = received if mode.startswith('rx-fcs') else 0
+        check(received > 0 and from_fcs == want_from_fcs and fcs_wrong == 0,
+              f'{name}: {from_fcs} of {received} frames checked through their FCS, '
+              f'{fcs_wrong} with a wrong one (want {want_from_fcs}, 0)', out + err)
         print(m.group(0))
 
 
@@ -951,9 +958,11 @@ def case_telemetry(args):
         check(set(eps) == {'a', 'b'} and eps['a']['planes'] == 2 and eps['a']['link'] == '0',
               f'/softmrc/endpoints: {eps}')
         ports = t.query('/softmrc/ports')
-        # net_ring checks no IPv4 header checksums: softmrcd does.
+        # net_ring checks no IPv4 header checksums and keeps no FCS: softmrcd
+        # checks the whole frame.
         check(ports['a/0']['driver'] == 'net_ring' and ports['b/1']['link_up'] == 1 and
-              ports['a/0']['rx_ipv4_checksum'] == 0 and ports['a/0']['link_interrupt'] == 0 and
+              ports['a/0']['rx_ipv4_checksum'] == 0 and ports['a/0']['rx_keep_crc'] == 0 and
+              ports['a/0']['link_interrupt'] == 0 and
               ports['a/0']['link_interrupts'] == 0 and ports['b/1']['unmap_guard_timeouts'] == 0,
               f'/softmrc/ports: {ports}')
         # The flow starts once a's probe is answered, which on a loaded
@@ -977,7 +986,8 @@ def case_telemetry(args):
         planes = t.query('/softmrc/planes,b')
         check(sorted(planes) == ['b/0', 'b/1'] and planes['b/0']['in_use'] == 1 and
               planes['b/0']['rx_packets'] > 0 and planes['b/1']['evs_usable'] == 8 and
-              planes['b/0']['rx_ipv4_checksum_by_port'] == 0,
+              planes['b/0']['rx_ipv4_checksum_by_port'] == 0 and
+              planes['b/0']['rx_icrc_from_fcs'] == 0 and planes['b/0']['rx_fcs_wrong'] == 0,
               f'/softmrc/planes,b: {planes}')
         drops = t.query('/softmrc/drops')
         check(drops['a']['total'] == 0 and 'rx_bad_icrc' in drops['a'] and
@@ -1573,6 +1583,8 @@ BAD_CONFIGS = [
      'rings.tx_desc: 8 is out of range 32..16384', '<n> is out of range <lo>..<hi>'),
     ('idle_yield_range', lambda c: c.update(idle_yield_passes=2000000000),
      'idle_yield_passes: 2000000000 is out of range 0..1000000000', '<n> is out of range <lo>..<hi>'),
+    ('not_a_bool', lambda c: c.update(rx_keep_crc='sometimes'),
+     "rx_keep_crc: 'sometimes' is not true or false", "'<value>' is not true or false"),
     ('idle_yield_word', lambda c: c.update(idle_yield_passes='often'),
      "idle_yield_passes: 'often' is not a whole number", "'<value>' is not a whole number"),
     ('bad_mac', lambda c: c['endpoints'][0]['planes'][1].update(mac='02:00:zz:00:00:01'),
@@ -1908,9 +1920,9 @@ def case_options(args):
         (['--', '-c', 'x.yaml', 'extra'], "softmrcd: unexpected argument 'extra'"),
         # Checked with the other options, before the EAL and the file.
         (['--', '-c', '/nonexistent/x.yaml', '--linerate', 'rx:0'],
-         "softmrcd: --linerate: 'rx:0' is not probe, rx:SIZE or tx:SIZE (SIZE 1..9000)"),
+         "softmrcd: --linerate: 'rx:0' is not probe, rx:SIZE, rx-fcs:SIZE or tx:SIZE (SIZE 1..9000)"),
         (['--', '-c', '/nonexistent/x.yaml', '--linerate', 'fast'],
-         "softmrcd: --linerate: 'fast' is not probe, rx:SIZE or tx:SIZE (SIZE 1..9000)"),
+         "softmrcd: --linerate: 'fast' is not probe, rx:SIZE, rx-fcs:SIZE or tx:SIZE (SIZE 1..9000)"),
         (['--', '-c', '/nonexistent/x.yaml'],
          'softmrcd: /nonexistent/x.yaml: cannot open: No such file or directory'),
     ]:

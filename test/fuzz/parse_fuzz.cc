@@ -6,6 +6,8 @@
 //   - an accepted, untrimmed packet rebuilt from its view (build_packet)
 //     parses to the same Transport and payload, and rebuilding that gives
 //     the same bytes again;
+//   - a port's kept FCS, the input's own or a wrong one, does not change
+//     what parse() finds; the input's own is never found wrong;
 //   - trim() of a copy yields a frame that parses as trimmed, with the same
 //     Transport; mark_ce() of an accepted copy keeps it accepted (the ICRC
 //     does not cover ECN), now CE-marked.
@@ -17,6 +19,7 @@
 #include <span>
 #include <vector>
 
+#include "wire/icrc.h"
 #include "wire/packet.h"
 
 namespace {
@@ -139,6 +142,20 @@ void check_deferred_copy(std::span<const uint8_t> in, const ParseConfig& cfg, Pa
           "parse() makes the whole deferred copy");
 }
 
+void check_kept_fcs(std::span<const uint8_t> in, const ParseConfig& cfg, ParseStatus status,
+                    uint32_t fcs) {
+  PortChecks checked;
+  checked.fcs_kept = true;
+  checked.fcs = fcs;
+  PacketView view;
+  ParseStatus again = parse(in, cfg, &view, checked);
+  require(again == status, "the frame's own FCS does not change what parse() finds", again);
+  require(view.icrc_check != IcrcCheck::kFcsWrong, "the frame's own FCS is not found wrong");
+  checked.fcs = ~fcs;
+  again = parse(in, cfg, &view, checked);
+  require(again == status, "a wrong FCS does not change what parse() finds", again);
+}
+
 void check_trim(std::span<const uint8_t> in) {
   uint8_t copy[kFrameCapacity];
   if (in.size() > sizeof(copy)) return;
@@ -186,6 +203,7 @@ void check_mark_ce(std::span<const uint8_t> in) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const uint8_t> in(data, size);
+  const uint32_t fcs = crc32(in);
   for (const EvMode mode : {EvMode::kUdp, EvMode::kStev, EvMode::kSrv6}) {
     for (const bool verify : {true, false}) {
       ParseConfig cfg;
@@ -195,6 +213,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const ParseStatus status = parse(in, cfg, &view);
       check_view(in, status, view);
       check_deferred_copy(in, cfg, status);
+      check_kept_fcs(in, cfg, status, fcs);
       (void)wire_ev_of(view, mode);
       if (status == ParseStatus::kOk && !view.trimmed) check_rebuild(view, mode);
     }

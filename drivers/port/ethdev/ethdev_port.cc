@@ -135,6 +135,8 @@ bool EthdevPort::open(uint16_t port_id, const EthdevPortConfig& cfg, std::string
   rx_ipv4_checksum_ =
       cfg.rx_ipv4_checksum && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) != 0;
   if (rx_ipv4_checksum_) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
+  rx_keep_crc_ = cfg.rx_keep_crc && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_KEEP_CRC) != 0;
+  if (rx_keep_crc_) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_KEEP_CRC;
   // Link-status interrupts where the PMD has them; polling otherwise.
   lsc_ = info.dev_flags != nullptr && (*info.dev_flags & RTE_ETH_DEV_INTR_LSC) != 0;
   conf.intr_conf.lsc = lsc_ ? 1 : 0;

@@ -53,6 +53,7 @@ struct EthdevPortConfig {
   bool tx_multi_seg = false;      // TX chains (headers + an external payload buffer)
   bool tx_fast_free = false;      // every TX mbuf is direct, refcnt 1, from one pool
   bool rx_ipv4_checksum = false;  // the port checks IPv4 header checksums, where it can
+  bool rx_keep_crc = false;       // the port leaves each frame's FCS behind it, where it can
   uint64_t link_poll_us = 100;    // PMDs without link interrupts: re-read the link this often
 };
 
@@ -94,6 +95,10 @@ class EthdevPort {
   // Whether received frames carry the port's IPv4 header checksum verdict
   // (RTE_MBUF_F_RX_IP_CKSUM_*): asked for and offered.
   bool rx_ipv4_checksum() const { return rx_ipv4_checksum_; }
+  // Whether a received frame's FCS, which the port checked, follows its
+  // last byte in the buffer (RTE_ETH_RX_OFFLOAD_KEEP_CRC: not counted in
+  // pkt_len, as DPDK's PMDs do it): asked for and offered.
+  bool rx_keeps_crc() const { return rx_keep_crc_; }
 
   // No burst reaches a link the peer is closing (farewell.h), nor a port
   // stopped to reconnect; none is unmapped under (unmap_guard.h).
@@ -183,6 +188,7 @@ class EthdevPort {
   bool started_ = false;
   bool lsc_ = false;  // the PMD raises link-status interrupts
   bool rx_ipv4_checksum_ = false;
+  bool rx_keep_crc_ = false;
   LinkEnd link_end_ = LinkEnd::kNone;
   rte_mempool* farewell_pool_ = nullptr;
   // What add_rx_hook() and add_tx_hook() added (the farewell callback

@@ -89,6 +89,14 @@ size_t random_length(std::mt19937_64& rng) {
   }
 }
 
+// A payload length `op` may carry: none on a control packet; on data, any
+// up to kMaxPayload, and at least a byte but on a last packet.
+uint32_t random_payload_len(Opcode op, std::mt19937_64& rng) {
+  if (!is_data(op)) return 0;
+  const auto len = static_cast<uint32_t>(std::min<size_t>(random_length(rng), kMaxPayload));
+  return len == 0 && !is_last(op) ? 1 : len;
+}
+
 const char* engine_name(CrcEngine e) {
   switch (e) {
     case CrcEngine::kTables:
@@ -356,11 +364,7 @@ TEST_F(EveryEngine, IcrcMatchesTheDocumentedRuleForEveryFramingAndLength) {
     for (int i = 0; i < 400; ++i) {
       const Framing& fr = kFramings[rng() % std::size(kFramings)];
       const Opcode op = testing::kAllOpcodes[rng() % std::size(testing::kAllOpcodes)];
-      uint32_t len = 0;
-      if (is_data(op)) {
-        len = static_cast<uint32_t>(std::min<size_t>(random_length(rng), kMaxPayload));
-        if (!is_last(op) && len == 0) len = 1;  // only a last packet may be empty
-      }
+      const uint32_t len = random_payload_len(op, rng);
       std::vector<uint8_t> payload(len);
       for (auto& b : payload) b = static_cast<uint8_t>(rng());
       const FrameSpec f = make_frame(fr.ip, fr.mode, fr.vlan, fr.srh);
@@ -501,6 +505,129 @@ TEST_F(EveryEngine, WideFoldMakesMostOfADeferredCopy) {
   EXPECT_EQ(side.src, src.data() + made);
   EXPECT_EQ(side.dst, dst.data() + made);
   EXPECT_EQ(0, std::memcmp(dst.data(), src.data(), made));
+}
+
+// Moving a running CRC along by n bytes is feeding it n zeros, for every
+// short length, random ones up to the table's end and a few past it.
+TEST_F(EveryEngine, ShiftEqualsFeedingZeros) {
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE(seed_note(seed));
+  std::mt19937_64 rng(seed);
+  const std::vector<uint8_t> zeros(3 * kMaxShift, 0);
+  for (CrcEngine e : engines()) {
+    use(e);
+    for (size_t n = 0; n <= kMaxShift; n += n < 80 ? 1 : 1 + rng() % 300) {
+      const auto state = static_cast<uint32_t>(rng());
+      ASSERT_EQ(crc32_shift(state, n), crc32_bitwise_update(state, zeros.data(), n))
+          << engine_name(e) << " n " << n << " state " << state;
+    }
+    for (size_t n : {kMaxShift, kMaxShift + 1, 2 * kMaxShift + 3, 3 * kMaxShift})
+      ASSERT_EQ(crc32_shift(0x12345678, n), crc32_bitwise_update(0x12345678, zeros.data(), n))
+          << engine_name(e) << " n " << n;
+  }
+}
+
+// A frame as a port that keeps the CRC hands it over: the IP packet, link
+// padding up to the 60-byte minimum and now and then more (rarely
+// kilobytes: a hostile frame), and the FCS of all of it.
+struct FcsFrame {
+  std::vector<uint8_t> bytes;  // what the FCS covers
+  PortChecks checks;
+};
+
+FcsFrame with_fcs(std::vector<uint8_t> frame, std::mt19937_64& rng) {
+  size_t pad = frame.size() < 60 ? 60 - frame.size() : 0;
+  if (rng() % 4 == 0) pad += rng() % 24;
+  if (rng() % 16 == 0) pad += rng() % 10000;
+  for (size_t i = 0; i < pad; ++i) frame.push_back(static_cast<uint8_t>(rng()));
+  FcsFrame f{std::move(frame), {}};
+  f.checks.fcs_kept = true;
+  f.checks.fcs = crc32(f.bytes);
+  return f;
+}
+
+// The check through a kept FCS decides as the fold of the whole frame
+// does: for every framing, opcode and length, for a frame untouched, with
+// its TTL and UDP checksum rewritten (and its FCS recomputed, as the next
+// hop does), and with a covered byte corrupted before the last hop's FCS (in a
+// switch): refused. An FCS that is not the frame's (a port that did not
+// keep it where DPDK says) falls back to the fold, which decides.
+TEST_F(EveryEngine, AKeptFcsChecksTheIcrcAsAFoldOfTheWholeFrameDoes) {
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE(seed_note(seed));
+  std::mt19937_64 rng(seed);
+  int from_fcs = 0;
+  for (CrcEngine e : engines()) {
+    use(e);
+    for (int i = 0; i < 300; ++i) {
+      const Framing& fr = kFramings[rng() % std::size(kFramings)];
+      const Opcode op = testing::kAllOpcodes[rng() % std::size(testing::kAllOpcodes)];
+      const uint32_t len = random_payload_len(op, rng);
+      const FrameSpec f = make_frame(fr.ip, fr.mode, fr.vlan, fr.srh);
+      const auto built = build(f, make_transport(op, len), make_payload(len));
+      ASSERT_FALSE(built.empty());
+      SCOPED_TRACE(std::string(engine_name(e)) + " " + opcode_name(op) + " framing " +
+                   std::to_string(&fr - kFramings) + " payload " + std::to_string(len));
+      const size_t ip = fr.vlan ? 18 : 14;
+      const size_t body = header_len(f, op) - transport_header_len(op) + sizeof(Bth) + sizeof(Mth);
+      const bool long_body = built.size() - kIcrcLen - body >= kIcrcFromFcsMinBody;
+      ParseConfig cfg;
+      cfg.ev_mode = fr.mode;
+      PacketView v;
+
+      FcsFrame good = with_fcs(built, rng);
+      ASSERT_EQ(parse(good.bytes, cfg, &v, good.checks), ParseStatus::kOk);
+      EXPECT_EQ(v.icrc_check, long_body ? IcrcCheck::kFromFcs : IcrcCheck::kFolded);
+      from_fcs += v.icrc_check == IcrcCheck::kFromFcs;
+
+      // What every hop may rewrite: the TTL or hop limit, the UDP checksum.
+      auto rewritten = built;
+      const bool v4 = fr.ip == IpVersion::kV4;
+      const size_t udp = ip + (v4 ? 20 : 40 + (fr.srh ? 24 : 0));
+      rewritten[ip + (v4 ? 8 : 7)] = static_cast<uint8_t>(1 + rng() % 255);
+      rewritten[udp + 6] = static_cast<uint8_t>(rng());
+      rewritten[udp + 7] = static_cast<uint8_t>(rng());
+      if (v4) {  // as a router would: the header checksum stays right
+        put_be16(&rewritten[ip + 10], 0);
+        put_be16(&rewritten[ip + 10], static_cast<uint16_t>(~ipv4_header_sum(&rewritten[ip])));
+      }
+      FcsFrame moved = with_fcs(rewritten, rng);
+      ASSERT_EQ(parse(moved.bytes, cfg, &v, moved.checks), ParseStatus::kOk);
+
+      // A covered byte: the BTH's opcode-independent fields on, ICRC included.
+      auto corrupt = built;
+      const size_t at = body - sizeof(Mth) + rng() % (built.size() - (body - sizeof(Mth)));
+      corrupt[at] ^= static_cast<uint8_t>(1 + rng() % 255);
+      const FcsFrame bad = with_fcs(corrupt, rng);
+      const IcrcLayout layout{ip, fr.ip, fr.srh, fr.mode};
+      EXPECT_FALSE(
+          icrc_matches_fcs(layout, bad.bytes, body, built.size() - kIcrcLen, bad.checks.fcs))
+          << "corrupt byte " << at;
+      if (at >= header_len(f, op)) {  // in the payload or the ICRC: only the ICRC catches it
+        EXPECT_EQ(parse(bad.bytes, cfg, &v, bad.checks), ParseStatus::kBadIcrc) << "at " << at;
+      }
+
+      FcsFrame wrong_fcs = good;
+      wrong_fcs.checks.fcs ^= static_cast<uint32_t>(1 + rng() % 0xffffffff);
+      ASSERT_EQ(parse(wrong_fcs.bytes, cfg, &v, wrong_fcs.checks), ParseStatus::kOk);
+      EXPECT_EQ(v.icrc_check, long_body ? IcrcCheck::kFcsWrong : IcrcCheck::kFolded);
+    }
+  }
+  EXPECT_GT(from_fcs, 0);
+}
+
+// Offsets that do not fit the frame are refused, not read past.
+TEST(Icrc, AnFcsCheckRefusesOffsetsOutsideTheFrame) {
+  const auto frame = build(make_frame(IpVersion::kV6, EvMode::kUdp),
+                           make_transport(Opcode::kWriteMiddle, 1024), make_payload(1024));
+  const IcrcLayout layout{14, IpVersion::kV6, false, EvMode::kUdp};
+  const uint32_t fcs = crc32(frame);
+  const size_t body = 14 + 40 + 8 + sizeof(Bth) + sizeof(Mth);
+  const size_t icrc = frame.size() - kIcrcLen;
+  EXPECT_TRUE(icrc_matches_fcs(layout, frame, body, icrc, fcs));
+  EXPECT_FALSE(icrc_matches_fcs(layout, frame, body, icrc + 1, fcs));
+  EXPECT_FALSE(icrc_matches_fcs(layout, frame, icrc + 1, icrc, fcs));
+  EXPECT_FALSE(icrc_matches_fcs(layout, std::span(frame).first(icrc + 3), body, icrc, fcs));
 }
 
 }  // namespace
