@@ -127,18 +127,16 @@ bool Linerate::setup(const Config& cfg, EndpointTask& ep, const LinerateSpec& sp
       const auto icrc_of = [&](const std::vector<uint8_t>& f) {
         return wire::packet_icrc({f.data(), hlen}, {f.data() + hlen, spec.size_bytes}, me.ev_mode);
       };
-      const auto fcs_of = [&](std::vector<uint8_t> f) {
-        wire::store_icrc(icrc_of(f), f.data() + f.size() - wire::kIcrcLen);
-        return wire::crc32(f);
-      };
       icrc_base_ = icrc_of(frame_);
-      fcs_base_ = fcs_of(frame_);
+      fcs_base_ = wire::crc32(frame_);  // built with its ICRC
       std::vector<uint8_t> scratch = frame_;
       for (size_t k = 0; k < 3; ++k) {
         for (unsigned v = 0; v < 256; ++v) {
           scratch[psn_offset_ + k] = static_cast<uint8_t>(v);
-          icrc_delta_[k][v] = icrc_of(scratch) ^ icrc_base_;
-          fcs_delta_[k][v] = fcs_of(scratch) ^ fcs_base_;
+          const uint32_t icrc = icrc_of(scratch);
+          wire::store_icrc(icrc, scratch.data() + scratch.size() - wire::kIcrcLen);
+          icrc_delta_[k][v] = icrc ^ icrc_base_;
+          fcs_delta_[k][v] = wire::crc32(scratch) ^ fcs_base_;
         }
         scratch[psn_offset_ + k] = 0;
       }
