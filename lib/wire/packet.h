@@ -70,6 +70,8 @@ struct DataFields {
   uint32_t msn = 0;
   uint32_t offset = 0;
   uint32_t imm = 0;  // only on WriteLastImm / WriteOnlyImm
+
+  bool operator==(const DataFields&) const = default;
 };
 
 struct Feedback {
@@ -83,6 +85,8 @@ struct Feedback {
   uint16_t ce_count = 0;
   NackCode code = NackCode::kNone;
   uint8_t flags = 0;
+
+  bool operator==(const Feedback&) const = default;
 };
 
 struct Probe {
@@ -92,12 +96,16 @@ struct Probe {
   uint32_t echo_tag = 0;
   uint64_t t_send_ns = 0;
   uint32_t service_time_ns = 0;
+
+  bool operator==(const Probe&) const = default;
 };
 
 struct PortStatus {
   uint32_t port_mask = 0;
   uint32_t seq = 0;
   uint8_t num_planes = 0;
+
+  bool operator==(const PortStatus&) const = default;
 };
 
 // BTH + MTH + the type header selected by `opcode`. Only the member that
@@ -115,6 +123,8 @@ struct Transport {
   Feedback fb;
   Probe probe;
   PortStatus port_status;
+
+  bool operator==(const Transport&) const = default;
 };
 
 // Whether frames from `frame` carry an SRH (SRv6 mode with srv6_srh).

@@ -391,6 +391,44 @@ TEST(Responder, ProbeRequestsAreAnsweredOnTheirArrivalPlaneEvenForQpnZero) {
   EXPECT_EQ(q.ep.counters().probe_replies_tx, 2u);
 }
 
+// Packets are made in reused slots: the endpoint's queue of control
+// packets restarts at its first slot whenever it empties, and a data
+// packet is made in the caller's array, which softmrcd polls into for
+// ever. A packet must carry nothing of the one before it: a probe reply
+// made where an ACK was is exactly the reply its own fields make, and a
+// data packet polled where that reply was has no probe or feedback fields.
+TEST(Responder, APacketCarriesNothingOfThePacketBeforeItInItsSlot) {
+  OneQp q;
+  TxPacket slot;
+  q.ep.on_packet(q.data(500, Opcode::kWriteOnly, 0, 10, 0, bytes(10, 0)), 0, 1'000);
+  ASSERT_EQ(q.ep.poll_tx(&slot, 1, 1'000), 1u);
+  ASSERT_EQ(slot.t.opcode, Opcode::kAck);
+  ASSERT_NE(slot.t.fb, wire::Feedback{});
+
+  wire::PacketView req;
+  req.t.opcode = Opcode::kProbeRequest;
+  req.t.path_tag = 0x55;
+  req.t.probe.req_id = 9;
+  req.t.probe.t_send_ns = 1234;
+  q.ep.on_packet(req, 1, 2'000, /*src_peer=*/42);
+  ASSERT_EQ(q.ep.poll_tx(&slot, 1, 2'000), 1u);
+  wire::Transport reply;
+  reply.opcode = Opcode::kProbeReply;
+  reply.path_tag = kNoEv;
+  reply.probe.req_id = 9;
+  reply.probe.port = 1;
+  reply.probe.flags = wire::kProbeSvcTimeValid;
+  reply.probe.echo_tag = 0x55;
+  reply.probe.t_send_ns = 1234;
+  EXPECT_EQ(slot.t, reply);
+
+  ASSERT_TRUE(q.write(1, 0, 1024).ok());
+  ASSERT_EQ(q.ep.poll_tx(&slot, 1, 3'000), 1u);
+  ASSERT_TRUE(slot.is_data);
+  EXPECT_EQ(slot.t.probe, wire::Probe{});
+  EXPECT_EQ(slot.t.fb, wire::Feedback{});
+}
+
 // A QP may have no usable EV at all: plane 1 went dark both ways, so each
 // side took its EVs there for ASSUMED_BAD (min_active kept plane 0's),
 // then plane 0 failed. Plane 1 heals; both sides probe it. If neither
