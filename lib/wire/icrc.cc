@@ -2,11 +2,12 @@
 //
 // Three engines compute the same function. On x86-64, carry-less multiply
 // folding: VPCLMULQDQ over four 512-bit lanes (256 bytes a turn) where the
-// CPU has AVX-512, else PCLMULQDQ over four 128-bit lanes, then one lane at
-// a time; a stream of at most 207 bytes (a header-only packet) folds every
-// block straight onto its last one, all multiplies at once, since its
-// latency is what a packet waits for (icrc_short(): without a partial last
-// block, unrolled). A last partial block is shifted into
+// CPU has AVX-512, else PCLMULQDQ over four 128-bit lanes. A packet waits
+// for its CRC's latency, so what is left at the end (the lanes, the blocks
+// after them) folds each straight onto the last block, the multiplies
+// independent instead of a chain; a stream of at most 207 bytes (a
+// header-only packet) folds every block that way (icrc_short(): without a
+// partial last block, unrolled). A last partial block is shifted into
 // place with PSHUFB, so any stream of 16 bytes or more is folded whole.
 // Slicing-by-8 tables do the rest: streams under 16 bytes and CPUs without
 // PCLMULQDQ. The folding constants are powers of x modulo the CRC-32
@@ -257,6 +258,17 @@ constexpr std::array<FoldPair, kShortBlocks> kFoldBlocks = [] {
   return k;
 }();
 
+// kFoldLanes[j] folds a 512-bit lane j of its 64-byte blocks forward.
+constexpr std::array<FoldPair, 7> kFoldLanes = [] {
+  std::array<FoldPair, 7> k{};
+  for (unsigned j = 1; j < k.size(); ++j) k[j] = fold_by(512 * j);
+  return k;
+}();
+
+// The multipliers that fold a 512-bit lane's first three 128-bit lanes
+// onto its fourth, and nothing for the fourth.
+alignas(64) constexpr FoldPair kFoldOntoFourth[4] = {fold_by(384), fold_by(256), fold_by(128)};
+
 // kFoldPastEnd[j] folds a block j blocks and 64 bits forward: onto the end
 // of the stream in past_end()'s form.
 constexpr std::array<FoldPair, kShortBlocks> kFoldPastEnd = [] {
@@ -310,7 +322,10 @@ SOFTMRC_CLMUL __m128i fold_blocks_clmul(__m128i x, Stream& s) {
   const uint8_t* p = s.p;
   size_t len = s.len;
   uint8_t* dst = s.dst;
-  const __m128i k128 = pair128(kFold128);
+  // What comes before x, folded onto the last whole block: the lanes, and
+  // then the blocks left, each go straight there by its own distance, so
+  // their multiplies are independent instead of a chain of up to six.
+  __m128i before = _mm_setzero_si128();
   if (len >= 48) {  // x and the next three blocks are four lanes
     const __m128i k512 = pair128(kFold512);
     __m128i x2 = load128(p), x3 = load128(p + 16), x4 = load128(p + 32);
@@ -337,25 +352,34 @@ SOFTMRC_CLMUL __m128i fold_blocks_clmul(__m128i x, Stream& s) {
       x3 = fold128(x3, k512, b3);
       x4 = fold128(x4, k512, b4);
     }
-    x = fold128(x, k128, x2);
-    x = fold128(x, k128, x3);
-    x = fold128(x, k128, x4);
+    const size_t left = len / 16;
+    before = fold128(x, pair128(kFoldBlocks[left + 3]),
+                     fold128(x2, pair128(kFoldBlocks[left + 2]),
+                             fold128(x3, pair128(kFoldBlocks[left + 1]), before)));
+    x = x4;
   }
-  for (; len >= 16; p += 16, len -= 16) {
+  for (size_t d = len / 16; d > 0; --d, p += 16, len -= 16) {
     const __m128i b = load128(p);
     if constexpr (kCopy) {
       store128(dst, b);
       dst += 16;
     }
-    x = fold128(x, k128, b);
+    before = fold128(x, pair128(kFoldBlocks[d]), before);
+    x = b;
   }
   s = {p, len, dst, s.side};
-  return x;
+  return _mm_xor_si128(before, x);
 }
 
 SOFTMRC_VPCLMUL inline __m512i fold512(__m512i acc, __m512i k, __m512i next) {
   return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(acc, k, 0x00),
                                    _mm512_clmulepi64_epi128(acc, k, 0x11), next, 0x96);  // a^b^c
+}
+
+// k in each of the four 128-bit lanes. (The maskz forms: GCC 12's
+// unmasked ones trip -Wuninitialized.)
+SOFTMRC_VPCLMUL inline __m512i broadcast(const FoldPair& k) {
+  return _mm512_maskz_broadcast_i32x4(0xffff, pair128(k));
 }
 
 // 256 bytes of a side copy, if it has them: one turn's worth.
@@ -378,9 +402,7 @@ SOFTMRC_VPCLMUL __m128i fold_blocks_vpclmul(__m128i x, Stream& s) {
   const uint8_t* p = s.p;
   size_t len = s.len;
   uint8_t* dst = s.dst;
-  // (The maskz forms: GCC 12's unmasked ones trip -Wuninitialized.)
-  const __m512i k2048 = _mm512_maskz_broadcast_i32x4(0xffff, pair128(kFold2048));
-  const __m512i k512 = _mm512_maskz_broadcast_i32x4(0xffff, pair128(kFold512));
+  const __m512i k2048 = broadcast(kFold2048);
   const __m128i b1 = load128(p), b2 = load128(p + 16), b3 = load128(p + 32);
   __m512i z1 = _mm512_castsi128_si512(x);  // x and the next three blocks are the first lane
   z1 = _mm512_inserti32x4(z1, b1, 1);
@@ -417,24 +439,33 @@ SOFTMRC_VPCLMUL __m128i fold_blocks_vpclmul(__m128i x, Stream& s) {
     z3 = fold512(z3, k2048, c3);
     z4 = fold512(z4, k2048, c4);
   }
-  z1 = fold512(z1, k512, z2);
-  z1 = fold512(z1, k512, z3);
-  z1 = fold512(z1, k512, z4);
-  for (; len >= 64; p += 64, len -= 64) {
+  // The lanes, then the 64-byte blocks left, each folded straight onto the
+  // last whole one; then its 128-bit lanes straight onto its fourth. The
+  // multiplies are independent: a chain of up to nine before.
+  const size_t left = len / 64;
+  __m512i before =
+      fold512(z1, broadcast(kFoldLanes[left + 3]),
+              fold512(z2, broadcast(kFoldLanes[left + 2]),
+                      fold512(z3, broadcast(kFoldLanes[left + 1]), _mm512_setzero_si512())));
+  __m512i last = z4;
+  for (size_t d = left; d > 0; --d, p += 64, len -= 64) {
     const __m512i c = _mm512_loadu_si512(p);
     if constexpr (kCopy) {
       _mm512_storeu_si512(dst, c);
       dst += 64;
     }
-    z1 = fold512(z1, k512, c);
+    before = fold512(last, broadcast(kFoldLanes[d]), before);
+    last = c;
   }
-  const __m128i k128 = pair128(kFold128);
-  x = fold128(_mm512_maskz_extracti32x4_epi32(0xf, z1, 0), k128,
-              _mm512_maskz_extracti32x4_epi32(0xf, z1, 1));
-  x = fold128(x, k128, _mm512_maskz_extracti32x4_epi32(0xf, z1, 2));
+  const __m512i whole = _mm512_xor_si512(before, last);
+  const __m512i fourth =
+      fold512(whole, _mm512_load_si512(kFoldOntoFourth), _mm512_maskz_mov_epi64(0xc0, whole));
+  const __m256i halves = _mm256_xor_si256(_mm512_maskz_extracti64x4_epi64(0xf, fourth, 0),
+                                          _mm512_maskz_extracti64x4_epi64(0xf, fourth, 1));
+  x = _mm_xor_si128(_mm256_castsi256_si128(halves), _mm256_extracti128_si256(halves, 1));
   if (s.side != nullptr) *s.side = side;
   s = {p, len, dst, s.side};
-  return fold128(x, k128, _mm512_maskz_extracti32x4_epi32(0xf, z1, 3));
+  return x;
 }
 
 template <bool kCopy>
