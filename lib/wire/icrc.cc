@@ -441,7 +441,7 @@ SOFTMRC_VPCLMUL __m128i fold_blocks_vpclmul(__m128i x, Stream& s) {
   }
   // The lanes, then the 64-byte blocks left, each folded straight onto the
   // last whole one; then its 128-bit lanes straight onto its fourth. The
-  // multiplies are independent: a chain of up to nine before.
+  // multiplies are independent instead of a chain of up to nine.
   const size_t left = len / 64;
   __m512i before =
       fold512(z1, broadcast(kFoldLanes[left + 3]),
