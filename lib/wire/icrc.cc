@@ -269,11 +269,14 @@ constexpr std::array<FoldPair, 7> kFoldLanes = [] {
 // onto its fourth, and nothing for the fourth.
 alignas(64) constexpr FoldPair kFoldOntoFourth[4] = {fold_by(384), fold_by(256), fold_by(128)};
 
-// kFoldPastEnd[j] folds a block j blocks and 64 bits forward: onto the end
-// of the stream in past_end()'s form.
-constexpr std::array<FoldPair, kShortBlocks> kFoldPastEnd = [] {
-  std::array<FoldPair, kShortBlocks> k{};
-  for (unsigned j = 1; j < kShortBlocks; ++j) k[j] = fold_by(128 * j + 64);
+// kFoldPastEndUp[kShortBlocks - N + i] folds block i of N whole blocks
+// N - 1 - i blocks and 64 bits forward: past the stream's end, in the form
+// past_end() makes. The distances go down along the array, so four blocks'
+// multipliers are 64 bytes in a row (icrc_short_wide()); zeros follow, for
+// the lanes after a stream's last block.
+constexpr std::array<FoldPair, kShortBlocks + 4> kFoldPastEndUp = [] {
+  std::array<FoldPair, kShortBlocks + 4> k{};
+  for (unsigned t = 0; t < kShortBlocks; ++t) k[t] = fold_by(128 * (kShortBlocks - 1 - t) + 64);
   return k;
 }();
 
@@ -539,14 +542,14 @@ SOFTMRC_CLMUL __m128i fold_stream(bool wide, uint32_t state, Stream& s, const Ic
 // for icrc_short()'s constant n, by up to 16 for the others.
 template <bool kPastEnd, typename Block>
 SOFTMRC_CLMUL __m128i fold_onto_last(uint32_t state, size_t n, Block block) {
-  const auto& k = kPastEnd ? kFoldPastEnd : kFoldBlocks;
   const __m128i first = _mm_cvtsi32_si128(static_cast<int>(state));
   __m128i x = _mm_setzero_si128();
 #pragma GCC unroll 16
   for (size_t i = 0; i + 1 < n; ++i) {
     __m128i b = block(i);
     if (i == 0) b = _mm_xor_si128(b, first);
-    x = fold128(b, pair128(k[n - 1 - i]), x);
+    const FoldPair& k = kPastEnd ? kFoldPastEndUp[kShortBlocks - n + i] : kFoldBlocks[n - 1 - i];
+    x = fold128(b, pair128(k), x);
   }
   __m128i b = block(n - 1);
   if (n == 1) b = _mm_xor_si128(b, first);
@@ -578,16 +581,6 @@ SOFTMRC_CLMUL uint32_t icrc_short(const uint8_t* mask, const uint8_t* l3, size_t
     return _mm_or_si128(b, load128(mask + 16 * i - z));
   }));
 }
-
-// kFoldPastEndUp[kShortBlocks - N + i] folds block i of N past the end
-// (kFoldPastEnd[N - 1 - i], the last block's too): the distances go down
-// along the array, so four blocks' multipliers are 64 bytes in a row.
-// Zeros follow, for the lanes after a stream's last block.
-constexpr std::array<FoldPair, kShortBlocks + 4> kFoldPastEndUp = [] {
-  std::array<FoldPair, kShortBlocks + 4> k{};
-  for (unsigned t = 0; t < kShortBlocks; ++t) k[t] = fold_by(128 * (kShortBlocks - 1 - t) + 64);
-  return k;
-}();
 
 // icrc_short() four blocks to a 512-bit multiply: a third of the
 // instructions, the same depth. Block 0, which starts before l3, is folded
