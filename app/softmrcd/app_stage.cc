@@ -22,13 +22,6 @@ constexpr uint32_t kQpBudget = 32;     // descriptors per QP per pass
 constexpr uint32_t kPassBudget = 256;  // descriptors per pass, all QPs
 constexpr uint32_t kEventRing = 1024;
 
-// A work request the QP cannot take: flushed once the QP is in error (or
-// gone), refused in any other state.
-WcStatus refused_status(const engine::Qp* eq) {
-  return eq == nullptr || eq->state() == engine::QpState::kError ? WcStatus::kWrFlushErr
-                                                                 : WcStatus::kLocQpOpErr;
-}
-
 WcStatus wc_status(engine::WcStatus s) {
   switch (s) {
     case engine::WcStatus::kSuccess:
@@ -54,6 +47,8 @@ void AppStage::init(uint32_t max_qps, uint32_t max_regions) {
   live_qps_.reserve(max_qps);
   cqs_.reserve(max_qps * 2 + 64);
   touched_.reserve(cqs_.capacity());
+  // A pass's sends; a QP's receives flushed in ERROR may grow it once.
+  held_.reserve(kPassBudget);
   region_slots_.assign(std::max<uint32_t>(max_regions, 1), shm::RegionEntry{});
   regions_ = shm::RegionTable(region_slots_.data(), static_cast<uint32_t>(region_slots_.size()));
   const size_t bytes = shm::ring_bytes(kEventRing, sizeof(AppEvent));
@@ -74,6 +69,7 @@ void AppStage::add_cq(AppCq* cq) {
 void AppStage::remove_cq(AppCq* cq) {
   cqs_.erase(std::remove(cqs_.begin(), cqs_.end(), cq), cqs_.end());
   touched_.erase(std::remove(touched_.begin(), touched_.end(), cq), touched_.end());
+  std::erase_if(held_, [cq](const HeldCqe& h) { return h.cq == cq; });
 }
 
 void AppStage::add_qp(uint32_t qpn, AppQp* qp) {
@@ -85,6 +81,13 @@ void AppStage::remove_qp(uint32_t qpn) {
   if (qpn - 1 >= qps_.size()) return;
   qps_[qpn - 1] = nullptr;
   live_qps_.erase(std::remove(live_qps_.begin(), live_qps_.end(), qpn), live_qps_.end());
+  drop_held(qpn);
+}
+
+// A QP reset or destroyed takes its completions not yet delivered with it,
+// as the engine's go (on_completion()) and as verbs cleans them from a CQ.
+void AppStage::drop_held(uint32_t qpn) {
+  std::erase_if(held_, [qpn](const HeldCqe& h) { return h.cqe.qpn == qpn; });
 }
 
 uint32_t AppStage::poll(engine::Endpoint& ep) {
@@ -108,7 +111,6 @@ uint32_t AppStage::poll(engine::Endpoint& ep) {
     taken += take_sends(ep, qpn, *qps_[qpn - 1], take);
     budget -= take;
   }
-  notify();
   return taken;
 }
 
@@ -160,29 +162,39 @@ void AppStage::fail_if_corrupt(engine::Endpoint& ep, uint32_t qpn, AppQp& q) {
   raise(e);
 }
 
+bool AppStage::flushing(const engine::Endpoint& ep, uint32_t qpn) {
+  const engine::Qp* eq = ep.qp(qpn);
+  return eq == nullptr || eq->state() == engine::QpState::kError;
+}
+
 void AppStage::post_recv(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const WorkRequest& w) {
-  if (const WcStatus st = shm::check_recv_request(w); st != WcStatus::kSuccess) {
-    ++bad_descriptors_;
-    error_cqe(q, qpn, w, st, 0, true);
-    return;
-  }
-  if (ep.post_recv(qpn, engine::RecvRequest{w.wr_id}).ok()) return;
-  error_cqe(q, qpn, w, refused_status(ep.qp(qpn)), 0, true);
+  const WcStatus st = shm::check_recv_request(w);
+  if (st != WcStatus::kSuccess) ++bad_descriptors_;
+  if (flushing(ep, qpn))  // as in verbs, unchecked
+    error_cqe(q, qpn, w, WcStatus::kWrFlushErr, 0, true);
+  else if (st != WcStatus::kSuccess)
+    fail_request(ep, q, qpn, w, st, 0, true);
+  else if (!ep.post_recv(qpn, engine::RecvRequest{w.wr_id}).ok())
+    fail_request(ep, q, qpn, w, WcStatus::kLocQpOpErr, 0, true);
 }
 
 bool AppStage::post_send(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const WorkRequest& w) {
+  const bool flush = flushing(ep, qpn);
   const engine::Qp* eq = ep.qp(qpn);
-  const WcStatus st = shm::check_work_request(w, q.domain, regions_, shm::kMaxMsgBytes);
+  // Checked when the engine can take it, as a NIC checks a request when it
+  // starts it: one behind a full send queue waits, unchecked.
+  if (!flush && eq->send_queue_depth() >= q.max_send_wr) return false;
+  WcStatus st = shm::check_work_request(w, q.domain, regions_, shm::kMaxMsgBytes);
+  if (st != WcStatus::kSuccess) ++bad_descriptors_;
+  if (flush) {
+    error_cqe(q, qpn, w, WcStatus::kWrFlushErr, 0, false);
+    return true;
+  }
+  if (st == WcStatus::kSuccess && eq->state() != engine::QpState::kRts) st = WcStatus::kLocQpOpErr;
   if (st != WcStatus::kSuccess) {
-    ++bad_descriptors_;
-    error_cqe(q, qpn, w, st, 0, false);
+    fail_request(ep, q, qpn, w, st, 0, false);
     return true;
   }
-  if (eq == nullptr || eq->state() != engine::QpState::kRts) {
-    error_cqe(q, qpn, w, refused_status(eq), 0, false);
-    return true;
-  }
-  if (eq->send_queue_depth() >= q.max_send_wr) return false;
   engine::WriteRequest r;
   r.wr_id = w.wr_id;
   r.local_addr = w.local_addr;
@@ -193,8 +205,18 @@ bool AppStage::post_send(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const Wor
   r.with_imm = w.opcode == uint8_t(WrOpcode::kWriteImm);
   r.imm = ntohl(w.imm);
   r.signaled = q.sig_all || (w.flags & shm::kWrSignaled);
-  if (!ep.post_write(qpn, r).ok()) error_cqe(q, qpn, w, WcStatus::kGeneralErr, 1, false);
+  if (!ep.post_write(qpn, r).ok()) fail_request(ep, q, qpn, w, WcStatus::kGeneralErr, 1, false);
   return true;
+}
+
+void AppStage::fail_request(engine::Endpoint& ep, AppQp& q, uint32_t qpn, const WorkRequest& w,
+                            WcStatus st, uint32_t vendor_err, bool recv) {
+  if (ep.qp(qpn)->state() != engine::QpState::kReset) {
+    engine::QpAttr a;
+    a.state = engine::QpState::kError;
+    (void)ep.modify_qp(qpn, a, engine::kAttrState, 0);
+  }
+  error_cqe(q, qpn, w, st, vendor_err, recv);
 }
 
 void AppStage::error_cqe(AppQp& q, uint32_t qpn, const WorkRequest& w, WcStatus st,
@@ -207,7 +229,7 @@ void AppStage::error_cqe(AppQp& q, uint32_t qpn, const WorkRequest& w, WcStatus 
   e.opcode = uint8_t(recv                                       ? CqeOpcode::kRecvWriteImm
                      : w.opcode == uint8_t(WrOpcode::kWriteImm) ? CqeOpcode::kWriteImm
                                                                 : CqeOpcode::kWrite);
-  complete(recv ? q.recv_cq : q.send_cq, e);
+  held_.push_back(HeldCqe{recv ? q.recv_cq : q.send_cq, e});
 }
 
 bool AppStage::on_completion(const engine::Completion& c) {
@@ -245,6 +267,8 @@ void AppStage::complete(AppCq* cq, const Cqe& e) {
 }
 
 void AppStage::notify() {
+  for (const HeldCqe& h : held_) complete(h.cq, h.cqe);
+  held_.clear();
   for (AppCq* cq : touched_) {
     cq->touched = false;
     // What waited for room goes first, in order.
@@ -294,6 +318,7 @@ void AppStage::drop_posted(uint32_t qpn) {
   AppQp* q = qp(qpn);
   if (q == nullptr) return;
   q->stash_n = 0;
+  drop_held(qpn);
   // The rings hold what was posted before the modify (the application
   // writes them before it asks): none of it may reach the reset QP.
   shm::WorkRequest drop[kQpBudget];

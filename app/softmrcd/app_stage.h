@@ -73,7 +73,8 @@ class AppStage {
   bool on_completion(const engine::Completion& c);
   bool on_event(const engine::Event& e);
   void on_plane(uint32_t plane, bool up);
-  // After a pass's completions: notifications for armed CQs.
+  // After a pass's completions from the engine: the stage's own error
+  // completions, then notifications for armed CQs.
   void notify();
 
   // Inside EndpointTask::call() (the lcore), for the control thread.
@@ -116,10 +117,20 @@ class AppStage {
   uint32_t take_sends(engine::Endpoint& ep, uint32_t qpn, AppQp& q, uint32_t budget);
   void fail_if_corrupt(engine::Endpoint& ep, uint32_t qpn, AppQp& q);
   void post_recv(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const shm::WorkRequest& w);
+  // The QP is in ERROR (or gone): what it is given is flushed.
+  static bool flushing(const engine::Endpoint& ep, uint32_t qpn);
+  void drop_held(uint32_t qpn);
   // false: the engine's send queue is full, keep it for later.
   bool post_send(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const shm::WorkRequest& w);
   void complete(AppCq* cq, const shm::Cqe& e);
-  // An error completion on the receive CQ (recv) or the send CQ.
+  // A request that fails: its QP goes to ERROR, as an error completion
+  // takes a verbs QP there (unless in RESET), and the request completes
+  // with `st` after what that flushed.
+  void fail_request(engine::Endpoint& ep, AppQp& q, uint32_t qpn, const shm::WorkRequest& w,
+                    shm::WcStatus st, uint32_t vendor_err, bool recv);
+  // An error completion on the receive CQ (recv) or the send CQ, held
+  // until notify(): the engine's completions of the same pass, for
+  // requests posted before it, reach the CQ first.
   void error_cqe(AppQp& q, uint32_t qpn, const shm::WorkRequest& w, shm::WcStatus st,
                  uint32_t vendor_err, bool recv);
   void raise(const AppEvent& e) {
@@ -132,6 +143,11 @@ class AppStage {
   std::vector<uint32_t> live_qps_;
   std::vector<AppCq*> cqs_;  // live
   std::vector<AppCq*> touched_;
+  struct HeldCqe {
+    AppCq* cq;
+    shm::Cqe cqe;
+  };
+  std::vector<HeldCqe> held_;  // error_cqe()'s, in post order
   std::vector<shm::RegionEntry> region_slots_;
   shm::RegionTable regions_{nullptr, 0};
   struct AlignedFree {

@@ -800,8 +800,34 @@ int misuse(const char* sock, const char* peer_ip) {
   expect_err(smrc_post_send(b.qp, &wr, nullptr), EINVAL, "post_send inline");
   wr.send_flags = SMRC_SEND_SIGNALED;
 
-  // An SGE outside its region, and a foreign lkey: error completions. The
-  // first wakes the armed CQ's channel.
+  // A Write that fails a check completes with its status and takes the QP
+  // to ERR, as an error completion does in verbs: what is posted after it
+  // is flushed, unchecked. back_to_rts() connects it again as above.
+  const auto in_err = [&](const char* what) {
+    smrc_qp_attr st{};
+    expect(smrc_query_qp(b.qp, &st, 0, nullptr) == 0 && st.qp_state == SMRC_QPS_ERR, what,
+           st.qp_state);
+  };
+  const auto back_to_rts = [&] {
+    smrc_qp_attr t{};
+    t.qp_state = SMRC_QPS_RESET;
+    int e = smrc_modify_qp(b.qp, &t, SMRC_QP_STATE);
+    t.qp_state = SMRC_QPS_INIT;
+    e = e ? e : smrc_modify_qp(b.qp, &t, SMRC_QP_STATE);
+    t.qp_state = SMRC_QPS_RTR;
+    t.dgid = peer;
+    t.dest_qp_num = 5;
+    e = e ? e : smrc_modify_qp(b.qp, &t, rtr);
+    t = smrc_qp_attr{};
+    t.qp_state = SMRC_QPS_RTS;
+    t.sq_psn = 1;
+    t.max_wimm = 0;
+    e = e ? e : smrc_modify_qp(b.qp, &t, SMRC_QP_STATE | SMRC_QP_SQ_PSN | SMRC_QP_MAX_WIMM);
+    expect_err(e, 0, "RESET, then INIT, RTR and RTS again");
+  };
+
+  // An SGE outside its region: an error completion, which wakes the armed
+  // CQ's channel.
   smrc_wc wc{};
   expect_err(smrc_req_notify_cq(b.cq, 0), 0, "req_notify_cq");
   sge.addr = reinterpret_cast<uintptr_t>(b.mr->addr) + b.mr->length - 8;
@@ -819,15 +845,24 @@ int misuse(const char* sock, const char* peer_ip) {
   expect(poll(&channel, 1, 0) == 0, "comp_channel_fd not readable once nothing is left");
   expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 11 && wc.status == SMRC_WC_LOC_PROT_ERR,
          "out-of-region SGE completes with LOC_PROT_ERR", wc.status);
+  in_err("... and the QP is in ERR");
   sge.addr = reinterpret_cast<uintptr_t>(b.mr->addr);
   sge.lkey = b.mr->lkey ^ 0x10000;  // another generation of the same slot
   wr.wr_id = 12;
+  expect_err(smrc_post_send(b.qp, &wr, nullptr), 0, "post_send in ERR");
+  expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 12 && wc.status == SMRC_WC_WR_FLUSH_ERR,
+         "a Write posted in ERR is flushed, even with a stale lkey", wc.status);
+  back_to_rts();
+  wr.wr_id = 13;
   expect_err(smrc_post_send(b.qp, &wr, nullptr), 0, "post_send with a stale lkey");
-  expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 12 && wc.status == SMRC_WC_LOC_PROT_ERR,
+  expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 13 && wc.status == SMRC_WC_LOC_PROT_ERR,
          "stale lkey completes with LOC_PROT_ERR", wc.status);
+  in_err("... and the QP is in ERR");
+  back_to_rts();
 
   // More Writes at once than the send ring holds (16): it takes 16, the
-  // rest are refused from the 17th on.
+  // rest are refused from the 17th on. The first of the 16 fails, the
+  // others are flushed, in post order.
   std::vector<smrc_send_wr> chain(40, wr);
   for (size_t i = 0; i < chain.size(); ++i) {
     chain[i].wr_id = 100 + i;
@@ -836,17 +871,22 @@ int misuse(const char* sock, const char* peer_ip) {
   expect_err(smrc_post_send(b.qp, chain.data(), &bad_wr), ENOMEM, "post_send past the send ring");
   expect(bad_wr == &chain[16], "bad_wr names the 17th", bad_wr ? bad_wr - chain.data() : -1);
   smrc_wc got[16];
-  int n = poll_n(b.cq, got, 16), prot = 0;
-  for (int i = 0; i < n; ++i) prot += got[i].status == SMRC_WC_LOC_PROT_ERR;
-  expect(n == 16 && prot == 16, "the 16 taken complete with LOC_PROT_ERR", prot);
+  int n = poll_n(b.cq, got, 16), in_order = 0;
+  for (int i = 0; i < n; ++i)
+    in_order += got[i].wr_id == 100u + i &&
+                got[i].status == (i == 0 ? SMRC_WC_LOC_PROT_ERR : SMRC_WC_WR_FLUSH_ERR);
+  expect(n == 16 && in_order == 16, "LOC_PROT_ERR, then 15 flushed, in post order", in_order);
+  back_to_rts();
 
   sge.lkey = b.mr->lkey;
   wr.opcode = SMRC_WR_RDMA_WRITE_WITH_IMM;
-  wr.wr_id = 13;
+  wr.wr_id = 14;
   expect_err(smrc_post_send(b.qp, &wr, nullptr), 0, "post WIMM with max_wimm 0 (engine refuses)");
-  expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 13 && wc.status == SMRC_WC_GENERAL_ERR,
+  expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 14 && wc.status == SMRC_WC_GENERAL_ERR,
          "WIMM with max_wimm 0 completes with GENERAL_ERR", wc.status);
   expect(wc.vendor_err == 1, "... and vendor_err 1", wc.vendor_err);
+  in_err("... and the QP is in ERR");
+  back_to_rts();
   expect(std::strcmp(smrc_wc_status_str(SMRC_WC_LOC_PROT_ERR), "local protection error") == 0,
          "wc_status_str");
 
@@ -1021,43 +1061,78 @@ int forge(const char* sock, const char* peer_ip) {
   rq.attach(recv_ring, 8);
   s::RingConsumer<s::Cqe> cqr;
   cqr.attach(static_cast<char*>(cqmem.addr) + s::cq_ring_offset(), 64);
+  const auto next_cqe = [&](s::Cqe* got) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < end)
+      if (cqr.dequeue_burst(got, 1) == 1) return true;
+    return false;
+  };
+  const auto state = [&] {
+    m = s::Msg{};
+    m.type = uint16_t(s::MsgType::kQueryQp);
+    m.u.key.id = qpn;
+    return raw.call(m, -1, &r) == 0 ? r.u.query_qp_rep.attr.qp_state : -1u;
+  };
+  // Each forged descriptor gets its own status and takes the QP to ERR, as
+  // an error completion does in verbs; one written behind it is flushed,
+  // unchecked. Then the QP is reset and connected again.
   const uint64_t base = reinterpret_cast<uint64_t>(region.addr);
-  s::WorkRequest bad[4]{};
-  bad[0] = {1, base, 0, 64, lkey, 0, 0, 9, s::kWrSignaled, {}};            // opcode 9
-  bad[1] = {2, base + 65000, 0, 4096, lkey, 0, 0, 0, s::kWrSignaled, {}};  // past the end
-  bad[2] = {3, 0x1000, 0, 64, lkey + 1, 0, 0, 0, s::kWrSignaled, {}};      // not our lkey
-  bad[3] = {4, base, 0, 0x90000000u, lkey, 0, 0, 1, s::kWrSignaled, {}};   // too long
-  expect(wq.enqueue_burst(bad, 4) == 4, "four forged descriptors written into the ring");
-  s::Cqe got[4]{};
-  uint32_t n = 0;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (n < 4 && std::chrono::steady_clock::now() < end) n += cqr.dequeue_burst(got + n, 4 - n);
-  expect(n == 4, "four error completions", n);
-  expect(got[0].wr_id == 1 && got[0].status == uint8_t(s::WcStatus::kLocQpOpErr),
-         "forged opcode -> LOC_QP_OP_ERR", got[0].status);
-  expect(got[1].wr_id == 2 && got[1].status == uint8_t(s::WcStatus::kLocProtErr),
-         "SGE past the region -> LOC_PROT_ERR", got[1].status);
-  expect(got[2].wr_id == 3 && got[2].status == uint8_t(s::WcStatus::kLocProtErr),
-         "foreign lkey -> LOC_PROT_ERR", got[2].status);
-  expect(got[3].wr_id == 4 && got[3].status == uint8_t(s::WcStatus::kLocLenErr),
-         "length over the limit -> LOC_LEN_ERR", got[3].status);
-  // Each ring takes only its own kind: a receive among the sends, a Write
-  // among the receives.
-  s::WorkRequest misplaced{5, 0, 0, 0, 0, 0, 0, uint8_t(s::WrOpcode::kRecv), 0, {}};
-  expect(wq.enqueue_burst(&misplaced, 1) == 1, "a receive written into the send ring");
-  misplaced = {6, base, base, 64, lkey, lkey, 0, uint8_t(s::WrOpcode::kWrite), 0, {}};
-  expect(rq.enqueue_burst(&misplaced, 1) == 1, "a Write written into the receive ring");
-  n = 0;
-  while (n < 2 && std::chrono::steady_clock::now() < end + std::chrono::seconds(5))
-    n += cqr.dequeue_burst(got + n, 2 - n);
-  expect(n == 2, "two error completions", n);
-  for (uint32_t i = 0; i < n; ++i) {
-    const bool recv = got[i].wr_id == 6;
-    expect(got[i].status == uint8_t(s::WcStatus::kLocQpOpErr) &&
-               got[i].opcode == uint8_t(recv ? s::CqeOpcode::kRecvWriteImm : s::CqeOpcode::kWrite),
-           recv ? "a Write on the receive ring -> LOC_QP_OP_ERR, a receive's completion"
-                : "a receive on the send ring -> LOC_QP_OP_ERR",
-           got[i].status);
+  struct Case {
+    s::WorkRequest wr;
+    bool recv_ring;  // written into the receive ring
+    s::WcStatus status;
+    const char* what;
+  };
+  const Case cases[] = {
+      {{1, base, 0, 64, lkey, 0, 0, 9, s::kWrSignaled, {}},
+       false,
+       s::WcStatus::kLocQpOpErr,
+       "forged opcode -> LOC_QP_OP_ERR"},
+      {{2, base + 65000, 0, 4096, lkey, 0, 0, 0, s::kWrSignaled, {}},
+       false,
+       s::WcStatus::kLocProtErr,
+       "SGE past the region -> LOC_PROT_ERR"},
+      {{3, 0x1000, 0, 64, lkey + 1, 0, 0, 0, s::kWrSignaled, {}},
+       false,
+       s::WcStatus::kLocProtErr,
+       "foreign lkey -> LOC_PROT_ERR"},
+      {{4, base, 0, 0x90000000u, lkey, 0, 0, 1, s::kWrSignaled, {}},
+       false,
+       s::WcStatus::kLocLenErr,
+       "length over the limit -> LOC_LEN_ERR"},
+      // Each ring takes only its own kind.
+      {{5, 0, 0, 0, 0, 0, 0, uint8_t(s::WrOpcode::kRecv), 0, {}},
+       false,
+       s::WcStatus::kLocQpOpErr,
+       "a receive on the send ring -> LOC_QP_OP_ERR"},
+      {{6, base, base, 64, lkey, lkey, 0, uint8_t(s::WrOpcode::kWrite), 0, {}},
+       true,
+       s::WcStatus::kLocQpOpErr,
+       "a Write on the receive ring -> LOC_QP_OP_ERR"},
+  };
+  for (const Case& c : cases) {
+    const s::WorkRequest behind =
+        c.recv_ring
+            ? s::WorkRequest{c.wr.wr_id + 100, 0, 0, 0, 0, 0, 0, uint8_t(s::WrOpcode::kRecv), 0, {}}
+            : s::WorkRequest{c.wr.wr_id + 100, base, 0, 64, lkey, 0, 0, 0, s::kWrSignaled, {}};
+    s::RingProducer<s::WorkRequest>& ring = c.recv_ring ? rq : wq;
+    const s::WorkRequest both[2] = {c.wr, behind};
+    expect(ring.enqueue_burst(both, 2) == 2, "a forged descriptor and a good one behind it");
+    s::Cqe got[2]{};
+    expect(next_cqe(&got[0]) && next_cqe(&got[1]), "two completions", c.wr.wr_id);
+    const auto kind = c.recv_ring                                      ? s::CqeOpcode::kRecvWriteImm
+                      : c.wr.opcode == uint8_t(s::WrOpcode::kWriteImm) ? s::CqeOpcode::kWriteImm
+                                                                       : s::CqeOpcode::kWrite;
+    expect(got[0].wr_id == c.wr.wr_id && got[0].status == uint8_t(c.status) &&
+               got[0].opcode == uint8_t(kind),
+           c.what, got[0].status);
+    expect(got[1].wr_id == behind.wr_id && got[1].status == uint8_t(s::WcStatus::kWrFlushErr),
+           "... the one behind it flushed", got[1].status);
+    expect(state() == SMRC_QPS_ERR, "... and the QP in ERR");
+    expect_err(modify(SMRC_QPS_RESET, 0), 0, "raw RESET");
+    expect_err(modify(SMRC_QPS_INIT, 0), 0, "raw INIT");
+    expect_err(modify(SMRC_QPS_RTR, SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN), 0, "raw RTR");
+    expect_err(modify(SMRC_QPS_RTS, SMRC_QP_SQ_PSN), 0, "raw RTS");
   }
 
   // A garbage producer index (of the receive ring, which the daemon reads
@@ -1468,15 +1543,16 @@ int init_again(const char* sock, uint64_t old_ev, uint64_t old_cc, uint64_t new_
 }
 
 // A region freed under a Write in flight from it. The writer, on a send
-// queue of 1, posts a 32 MiB Write and a Write with a stale lkey (once that
-// one has failed, the first is in the daemon's engine), then a 64-byte
-// Write that waits for room (in the ring or the daemon's stash); it frees
-// the region while the first is in flight,
-// then posts one more from it. The first must complete (the daemon keeps
-// its mapping), the others fail with LOC_PROT_ERR. Last, a zero-length
-// Write whose sg_list names nothing valid: num_sge 0, so it is not read.
-// It prints "written"; the target, on the line "check", verifies every
-// byte the first Write placed.
+// queue of 1 (a send ring of 2), first checks that a zero-length Write
+// whose sg_list names nothing valid completes (num_sge 0: it is not read).
+// It posts a 32 MiB Write and a 64-byte one that waits for room, then
+// posts zero-length Writes until the ring takes one: the first Write is in
+// the daemon's engine. It frees the region while that one is in flight,
+// then posts one more from it. In post order: the first completes (the
+// daemon keeps its mapping), the one that waited fails with LOC_PROT_ERR
+// and takes the QP to ERR, the two behind it are flushed. It prints
+// "written"; the target, on the line "check", verifies every byte the
+// first Write placed.
 int free_in_flight(const char* sock, bool writer) {
   constexpr uint32_t kBytes = 32u << 20;
   const auto pattern = [](uint32_t i) { return static_cast<uint8_t>(i * 7 + 1); };
@@ -1497,38 +1573,41 @@ int free_in_flight(const char* sock, bool writer) {
   smrc_sge big{reinterpret_cast<uintptr_t>(buf), kBytes, lkey};
   smrc_sge stale{reinterpret_cast<uintptr_t>(buf), 64, lkey ^ 0x10000};
   smrc_sge small{reinterpret_cast<uintptr_t>(buf), 64, lkey};
-  smrc_send_wr wr[3]{};
-  smrc_sge* sges[3] = {&big, &stale, &small};
-  for (int i = 0; i < 3; ++i) {
-    wr[i] = signaled_write(sges[i], p.addr, p.rkey);
-    wr[i].wr_id = i + 1;
-  }
-  wr[0].next = &wr[1];  // the send ring holds 2
-  expect_err(smrc_post_send(b.qp, wr, nullptr), 0, "post 32 MiB and a stale lkey");
-  smrc_wc wc{};
-  expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 2 && wc.status == SMRC_WC_LOC_PROT_ERR,
-         "the stale lkey fails at once: the 32 MiB Write is in the engine", wc.status);
-  expect_err(smrc_post_send(b.qp, &wr[2], nullptr), 0, "post 64 bytes behind it");
-  expect_value(smrc_poll_cq(b.cq, 1, &wc), 0, "the 32 MiB Write is still in flight: completions");
-  expect_err(smrc_free_mr(std::exchange(b.mr, nullptr)), 0, "free_mr under the Write");
-  wr[2].wr_id = 4;
-  wr[2].next = nullptr;
-  expect_err(smrc_post_send(b.qp, &wr[2], nullptr), 0, "post a Write from the freed region");
-  uint32_t status[5] = {99, 99, 99, 99, 99};
-  for (int i = 0; i < 3 && poll_one(b.cq, &wc, 30000) == 1; ++i)
-    if (wc.wr_id < 5) status[wc.wr_id] = wc.status;
-  expect(status[1] == SMRC_WC_SUCCESS, "the Write in flight completes", status[1]);
-  expect(status[3] == SMRC_WC_LOC_PROT_ERR, "the Write waiting for room when freed -> LOC_PROT_ERR",
-         status[3]);
-  expect(status[4] == SMRC_WC_LOC_PROT_ERR, "a Write posted after free_mr -> LOC_PROT_ERR",
-         status[4]);
-  smrc_send_wr zero = wr[1];
+  smrc_send_wr zero = signaled_write(&stale, p.addr, p.rkey);
   zero.wr_id = 5;
-  zero.next = nullptr;
-  zero.num_sge = 0;  // sg_list still names the stale lkey: not read
+  zero.num_sge = 0;  // sg_list names a stale lkey: not read
   expect_err(smrc_post_send(b.qp, &zero, nullptr), 0, "a zero-length Write, sg_list not NULL");
+  smrc_wc wc{};
   expect(poll_one(b.cq, &wc, 30000) == 1 && wc.wr_id == 5 && wc.status == SMRC_WC_SUCCESS,
          "the zero-length Write completes", wc.status);
+  smrc_send_wr wr[2] = {signaled_write(&big, p.addr, p.rkey),
+                        signaled_write(&small, p.addr, p.rkey)};
+  wr[0].wr_id = 1;
+  wr[1].wr_id = 2;
+  wr[0].next = &wr[1];
+  expect_err(smrc_post_send(b.qp, wr, nullptr), 0, "post 32 MiB and 64 bytes behind it");
+  zero.wr_id = 3;
+  int taken = ENOMEM;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (taken == ENOMEM && std::chrono::steady_clock::now() < end)
+    taken = smrc_post_send(b.qp, &zero, nullptr);
+  expect_err(taken, 0, "the ring takes a zero-length Write: the 32 MiB one is in the engine");
+  expect_value(smrc_poll_cq(b.cq, 1, &wc), 0, "the 32 MiB Write is still in flight: completions");
+  expect_err(smrc_free_mr(std::exchange(b.mr, nullptr)), 0, "free_mr under the Write");
+  wr[1].wr_id = 4;
+  wr[1].next = nullptr;
+  expect_err(smrc_post_send(b.qp, &wr[1], nullptr), 0, "post a Write from the freed region");
+  const smrc_wc_status want[4] = {SMRC_WC_SUCCESS, SMRC_WC_LOC_PROT_ERR, SMRC_WC_WR_FLUSH_ERR,
+                                  SMRC_WC_WR_FLUSH_ERR};
+  const char* what[4] = {"the Write in flight completes",
+                         "then the Write waiting for room when freed -> LOC_PROT_ERR",
+                         "then the zero-length Write behind it is flushed",
+                         "then the Write posted after free_mr is flushed"};
+  for (uint64_t i = 0; i < 4; ++i) {
+    const bool got = poll_one(b.cq, &wc, 30000) == 1;
+    expect(got && wc.wr_id == i + 1 && wc.status == want[i], what[i],
+           got ? static_cast<long>(wc.wr_id * 100 + wc.status) : -1);
+  }
   std::printf("written\n");
   std::fflush(stdout);
   return failures ? 1 : 0;

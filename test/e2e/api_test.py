@@ -12,7 +12,8 @@ programs written against libsoftmrc. One --case per test:
   misuse               every misuse path returns its documented error
   free_in_flight       a region freed under a Write from it: the Write the
                        daemon's engine had completes and its bytes arrive,
-                       those it had not (and later ones) get LOC_PROT_ERR
+                       then the first it had not gets LOC_PROT_ERR and takes
+                       the QP to ERR, the rest flushed
   foreign_rkey         a peer names another application's rkey and address:
                        REM_ACCESS_ERR, that memory untouched
   pd_isolation         two PDs in one application: a peer naming the rkey of
@@ -20,8 +21,8 @@ programs written against libsoftmrc. One --case per test:
                        the other PD posting from that region LOC_PROT_ERR;
                        the region untouched, the PD busy while it holds it
   forged_descriptors   a raw client writes bad descriptors and a garbage index
-                       straight into its ring: error completions, a QP-fatal
-                       event, each counted in /softmrc/drops, the daemon
+                       straight into its ring: error completions that take
+                       the QP to ERR, a QP-fatal event, each counted in /softmrc/drops, the daemon
                        keeps serving
   port_events          smrcctl takes a plane down and up: the application gets
                        PORT_ERR and PORT_ACTIVE for it

@@ -20,7 +20,8 @@
 //  - a well-formed request on what it owns succeeds (ENOMEM allowed where a
 //    table may be full); a malformed one, or one naming what it does not
 //    own, is refused with an errno value and a reason;
-//  - a QP's state is the one its last successful modify set (or ERR);
+//  - a QP's state is the one its last successful modify set, or ERR when
+//    it may have failed since (in RTS, or a descriptor it was given failed);
 //  - every completion is for a work request of that QP and CQ, once, and one that
 //    breaks docs/api.md's rules never succeeds; every event names a QP or
 //    plane of its own;
@@ -233,6 +234,9 @@ struct Qp {
   uint32_t pd = 0;
   uint32_t send_cq = 0, recv_cq = 0;
   uint32_t state = SMRC_QPS_RESET;  // as the last modify or query left it
+  // Given, since then, a descriptor that fails (and takes it to ERR) in
+  // that state: a bad one, or a Write before RTS.
+  bool given_failing = false;
   s::Mapping mem;
   s::RingProducer<s::WorkRequest> sq, rq;
   void release() { s::unmap_shared(&mem); }
@@ -285,6 +289,7 @@ class Storm {
   size_t attach(FdKind kind, size_t bytes, Fds* out, s::Mapping* mem);
   void try_holes(const s::Mapping& mem);
   bool scribbled(uint32_t qpn) const { return scribbled_qpns_.count(qpn) != 0; }
+  bool may_have_failed(uint32_t qpn, const Qp& q) const;
   void forget();
 
   template <typename Map, typename InUse>
@@ -697,9 +702,7 @@ void Storm::modify_qp() {
   }
   r.qpn = any_key(qps_);
   Qp& q = qps_[r.qpn];
-  // A QP goes to ERR by itself only in RTS (retries exhausted) or when
-  // its rings were scribbled over.
-  const bool settled = q.state != SMRC_QPS_RTS && q.state != SMRC_QPS_ERR && !scribbled(r.qpn);
+  const bool settled = !may_have_failed(r.qpn, q);
   bool must_ok = false;
   const uint64_t pick = rng.below(20);
   if (pick == 0 || pick == 1) {  // any -> ERR, any -> RESET
@@ -745,7 +748,16 @@ void Storm::modify_qp() {
   }
   const s::Msg rep = call(m);
   expect(must_ok, r.attr.qp_state > SMRC_QPS_ERR && (r.mask & SMRC_QP_STATE), rep, "modify_qp");
-  if (rep.status == 0 && (r.mask & SMRC_QP_STATE)) q.state = r.attr.qp_state;
+  if (rep.status == 0 && (r.mask & SMRC_QP_STATE)) {
+    q.state = r.attr.qp_state;
+    q.given_failing = false;  // the daemon took what was posted before the modify
+  }
+}
+
+// A QP goes to ERR by itself in RTS (retries exhausted), when it was given
+// a descriptor that fails, or when its rings were scribbled over.
+bool Storm::may_have_failed(uint32_t qpn, const Qp& q) const {
+  return q.state == SMRC_QPS_RTS || q.state == SMRC_QPS_ERR || q.given_failing || scribbled(qpn);
 }
 
 void Storm::query_qp() {
@@ -758,9 +770,7 @@ void Storm::query_qp() {
   if (!own) return;
   Qp& q = qps_[m.u.key.id];
   const uint32_t now = r.u.query_qp_rep.attr.qp_state;
-  const bool may_have_failed =
-      q.state == SMRC_QPS_RTS || q.state == SMRC_QPS_ERR || scribbled(m.u.key.id);
-  if (now != q.state && !(now == SMRC_QPS_ERR && may_have_failed))
+  if (now != q.state && !(now == SMRC_QPS_ERR && may_have_failed(m.u.key.id, q)))
     fail("query_qp of QP " + std::to_string(m.u.key.id) + ": state " + std::to_string(now) +
          ", the last modify set " + std::to_string(q.state));
   q.state = now;
@@ -828,6 +838,9 @@ void Storm::post() {
   if (scribbled(qpn)) return;
   Qp& q = qps_[qpn];
   const bool recv_ring = rng.chance(0.25);
+  // Some batches break no rule, most of those given a QP in RTS: any bad
+  // descriptor takes the QP to ERR, and Writes must reach the wire too.
+  const bool clean = rng.chance(q.state == SMRC_QPS_RTS ? 0.8 : 0.5);
   s::WorkRequest wr[8]{};
   Posted what[8]{};
   const uint32_t n = static_cast<uint32_t>(1 + rng.below(8));
@@ -839,7 +852,7 @@ void Storm::post() {
     w.rkey = static_cast<uint32_t>(rng.g());
     w.imm = static_cast<uint32_t>(rng.g());
     bool invalid = false;
-    const uint64_t op = rng.below(20);
+    const uint64_t op = clean ? 2 + rng.below(18) : rng.below(20);
     if (recv_ring) {
       w.opcode = uint8_t(op == 0 ? s::WrOpcode::kWrite : s::WrOpcode::kRecv);
       invalid = op == 0;
@@ -848,23 +861,26 @@ void Storm::post() {
                  : op == 1 ? uint8_t{9}
                            : uint8_t(op < 10 ? s::WrOpcode::kWrite : s::WrOpcode::kWriteImm);
       invalid = op <= 1;
-      const uint64_t k = rng.below(10);
+      const uint64_t k = clean ? 0 : rng.below(10);
       if (k < 7 && !regions_.empty()) {
         const Region& reg = regions_[w.lkey = any_key(regions_)];
         w.length = static_cast<uint32_t>(rng.below(std::min<uint64_t>(reg.length, 1 << 16) + 1));
+        if (clean && reg.pd != q.pd) w.length = 0;
         w.local_addr = reg.va + rng.below(reg.length - w.length + 1);
         invalid |= reg.pd != q.pd && w.length > 0;  // another PD's region
-        if (rng.chance(0.1)) {                      // past the region's end
+        if (!clean && rng.chance(0.1)) {            // past the region's end
           w.local_addr = reg.va + reg.length - w.length + 1 + rng.below(4096);
           invalid |= w.length > 0;
         }
+      } else if (clean) {  // no region yet: a zero-length Write reads none
+        w.length = 0;
       } else {  // the bystander's key, or any
         w.lkey = k == 7 ? bystander_key_ : foreign_id(regions_, bystander_key_);
         w.length = static_cast<uint32_t>(1 + rng.below(4096));
         w.local_addr = rng.g();
         invalid = true;
       }
-      if (rng.chance(0.03)) {
+      if (!clean && rng.chance(0.03)) {
         w.length = 0x90000000u;  // over any message limit
         invalid = true;
       }
@@ -873,7 +889,11 @@ void Storm::post() {
     what[i] = Posted{qpn, recv_ring ? q.recv_cq : q.send_cq, recv_ring, invalid};
   }
   const uint32_t in = (recv_ring ? q.rq : q.sq).enqueue_burst(wr, n);
-  for (uint32_t i = 0; i < in; ++i) posted_[next_wr_id_ + i] = what[i];
+  const bool takes = q.state == SMRC_QPS_INIT || q.state == SMRC_QPS_RTR;  // or RTS
+  for (uint32_t i = 0; i < in; ++i) {
+    posted_[next_wr_id_ + i] = what[i];
+    q.given_failing = q.given_failing || (takes && (what[i].invalid || !recv_ring));
+  }
   next_wr_id_ += n;
   posts_ += in;
 }

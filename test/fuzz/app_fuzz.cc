@@ -16,6 +16,9 @@
 //   - every CQE names a work request the application posted, on that QP
 //     and ring, once; one the script made invalid completes with an error,
 //     never with success;
+//   - each queue of a QP completes in post order (an application that
+//     signals every n-th Write counts on it), and after an error
+//     completion nothing more on that queue succeeds: the QP is in ERROR;
 //   - once the QPs are flushed at the end, every receive and every
 //     signaled or invalid send has had its CQE;
 //   - an armed CQ that got completions in a pass has had its channel woken;
@@ -468,8 +471,13 @@ class Script {
     if (p.recv != recv || (cq == kRecvCq) != recv) fail("a completion of the wrong kind or CQ");
     if (p.completed) fail("a work request completed twice");
     p.completed = true;
-    if (p.invalid && e.status == uint8_t(shm::WcStatus::kSuccess))
-      fail("an invalid work request succeeded");
+    const bool ok = e.status == uint8_t(shm::WcStatus::kSuccess);
+    if (p.invalid && ok) fail("an invalid work request succeeded");
+    Queue& q = queues_[{p.life, recv}];
+    if (e.wr_id < q.last_completed) fail("a completion out of post order");
+    q.last_completed = e.wr_id;
+    if (ok && q.failed) fail("a success after an error completion on the same queue");
+    q.failed = q.failed || !ok;
     if (recv && e.status == uint8_t(shm::WcStatus::kSuccess) && e.byte_len > kMaxWrite)
       fail("a receive longer than any Write sent");
   }
@@ -507,6 +515,11 @@ class Script {
   std::set<uint32_t> app_qpns_;        // every QPN the application had
   std::set<uint32_t> scribbled_qpns_;  // QPNs whose rings the script scribbled over
   std::map<uint64_t, Posted> posted_;
+  struct Queue {
+    uint64_t last_completed = 0;  // wr_ids grow in post order
+    bool failed = false;          // an error completion was seen
+  };
+  std::map<std::pair<uint32_t, bool>, Queue> queues_;  // by QP life, and receive queue or not
   uint64_t next_wr_id_ = 1;
   TimeNs now_ = 1'000'000;
   Frame frame_;

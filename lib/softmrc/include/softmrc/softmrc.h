@@ -194,14 +194,14 @@ enum smrc_access_flags {
  * ENOTCONN. */
 struct smrc_mr* smrc_alloc_mr(struct smrc_pd* pd, size_t length, uint32_t access);
 /* Deregisters and unmaps. Once it returns, no incoming packet is placed
- * there any more (a peer's Write to it gets SMRC_WC_REM_ACCESS_ERR), and
- * Writes from it: those the daemon had not yet handed to its engine (still
- * in the send ring, or waiting for room in the send queue) complete with
- * SMRC_WC_LOC_PROT_ERR, as do Writes posted from it afterwards; a Write
- * the engine already had completes normally (the daemon keeps its own
- * mapping of the region until no QP of the application has a Write
- * outstanding). Errors: EINVAL (NULL), ENOTCONN (the memory is freed
- * anyway). */
+ * there any more (a peer's Write to it gets SMRC_WC_REM_ACCESS_ERR). The
+ * first Write from it that the daemon had not yet handed to its engine
+ * (still in the send ring, or waiting for room in the send queue), or
+ * that is posted from it afterwards, completes with SMRC_WC_LOC_PROT_ERR
+ * and takes the QP to ERR, as in verbs; a Write the engine already had
+ * completes normally (the daemon keeps its own mapping of the region until
+ * no QP of the application has a Write outstanding). Errors: EINVAL
+ * (NULL), ENOTCONN (the memory is freed anyway). */
 int smrc_free_mr(struct smrc_mr* mr);
 
 /* ------------------------------------------------------------------ */
