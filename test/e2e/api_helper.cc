@@ -887,6 +887,9 @@ int misuse(const char* sock, const char* peer_ip) {
   expect(wc.vendor_err == 1, "... and vendor_err 1", wc.vendor_err);
   in_err("... and the QP is in ERR");
   back_to_rts();
+  smrc_async_event refusal_event{};
+  expect_err(smrc_get_async_event(b.ctx, &refusal_event, 100), ETIMEDOUT,
+             "no async event for the refusals: their completions tell");
   expect(std::strcmp(smrc_wc_status_str(SMRC_WC_LOC_PROT_ERR), "local protection error") == 0,
          "wc_status_str");
 
