@@ -8,8 +8,8 @@
 // requests with hostile fields (opcodes, flags, keys of the bystander's and
 // of deregistered regions, addresses and lengths around the edges of
 // regions), receives, lcore passes, time, B's Writes-with-Immediate into
-// A, CQ arming, QPs moved to ERROR and replaced, and scribbles over the
-// rings' entries and indices. The promises checked:
+// A, CQ arming, QPs moved to ERROR, reset and reconnected, or replaced,
+// and scribbles over the rings' entries and indices. The promises checked:
 //   - nothing outside the application's own regions and rings is read or
 //     written: the bystander's region, a deregistered region and the pages
 //     around every region and ring are poisoned for ASan;
@@ -329,10 +329,12 @@ class Script {
   }
 
   // The application moves a QP to ERROR (AppServer takes what it posted
-  // first), or replaces a QP that is in ERROR on either side.
+  // first), resets it and connects it again, or replaces a QP that is in
+  // ERROR on either side.
   void to_error_or_replace(FuzzedDataProvider& in) {
     const uint32_t k = in.ConsumeBool();
     AppQpLife& l = *qps_[k];
+    if (in.ConsumeIntegralInRange<int>(0, 2) == 0) return reset_and_reconnect(l, k == 0);
     if (a_.qp(l.qpn)->state() == engine::QpState::kError ||
         b_.qp(l.peer_qpn)->state() == engine::QpState::kError) {
       // As AppServer's kDestroyQp: what its rings still hold is dropped.
@@ -346,6 +348,25 @@ class Script {
     engine::QpAttr a;
     a.state = engine::QpState::kError;
     (void)a_.modify_qp(l.qpn, a, engine::kAttrState, now_);
+  }
+
+  // As AppServer's modify to RESET: what was posted first goes to the
+  // engine, then the reset drops what the QP had and what waited, without
+  // completions. Then a new life, connected to a fresh QP of B.
+  void reset_and_reconnect(AppQpLife& l, bool retry_forever) {
+    stage_.take_posted(a_, l.qpn);
+    engine::QpAttr a;
+    a.state = engine::QpState::kReset;
+    if (!a_.modify_qp(l.qpn, a, engine::kAttrState, now_).ok()) fail("modify_qp to RESET");
+    stage_.drop_posted(l.qpn);
+    qp_lives_[l.life] = true;  // what it had posted need not complete any more
+    if (!b_.destroy_qp(l.peer_qpn).ok() || !b_.create_qp(&l.peer_qpn).ok()) fail("B's new QP");
+    if (!a_.connect_qp(l.qpn, qp_attr(evs_, l.peer_qpn, retry_forever), now_).ok() ||
+        !b_.connect_qp(l.peer_qpn, qp_attr(evs_, l.qpn, true), now_).ok())
+      fail("connect_qp after RESET");
+    for (uint32_t i = 0; i < kPeerRecvs; ++i) (void)b_.post_recv(l.peer_qpn, {});
+    l.life = static_cast<uint32_t>(qp_lives_.size());
+    qp_lives_.push_back(false);
   }
 
   // What a buggy or hostile application may do to shared memory: bytes
