@@ -687,6 +687,7 @@ void AppServer::handle(Client& c, const Msg& req, int fd, Msg* rep, int* reply_f
       q.qp->domain = domain;
       q.qp->pid = c.pid;
       q.qp->max_send_wr = r.max_send_wr;
+      q.qp->max_recv_wr = r.max_recv_wr;
       q.qp->sig_all = r.sq_sig_all != 0;
       q.qp->send_cq = scq->second.cq.get();
       q.qp->recv_cq = rcq->second.cq.get();

@@ -94,10 +94,10 @@ uint32_t AppStage::poll(engine::Endpoint& ep) {
   const size_t n = live_qps_.size();
   if (n == 0) return 0;
   uint32_t taken = 0;
-  // Every QP's receives, all of them, every pass: a receive posted before
-  // the peer was told to send is then in place for every frame this pass
-  // took in (EndpointTask::poll), however many sends wait before it. A
-  // receive costs the engine a queue slot, nothing more.
+  // Every QP's receives, all of them (up to its max_recv_wr), every pass:
+  // a receive posted before the peer was told to send is then in place for
+  // every frame this pass took in (EndpointTask::poll), however many sends
+  // wait before it. A receive costs the engine a queue slot, nothing more.
   for (uint32_t qpn : live_qps_) taken += take_receives(ep, qpn, *qps_[qpn - 1]);
   // Sends round-robin under a budget, without a division per pass (a
   // 64-bit one costs more than an idle ring's check).
@@ -117,11 +117,19 @@ uint32_t AppStage::poll(engine::Endpoint& ep) {
 uint32_t AppStage::take_receives(engine::Endpoint& ep, uint32_t qpn, AppQp& q) {
   WorkRequest wr[kQpBudget];
   uint32_t taken = 0, n;
-  // Bounded: what the ring held when it was read, at most its capacity.
+  // Bounded: what the ring held when it was read, at most its capacity,
+  // and what the engine's receive queue has room for under max_recv_wr (a
+  // QP in ERROR takes them all, to flush).
+  uint32_t room = q.recv_ring.capacity();
+  if (!flushing(ep, qpn)) {
+    const uint32_t held = ep.qp(qpn)->recv_queue_depth();
+    room = held < q.max_recv_wr ? q.max_recv_wr - held : 0;
+  }
   do {
-    n = q.recv_ring.dequeue_burst(wr, kQpBudget);
+    n = q.recv_ring.dequeue_burst(wr, std::min(room, kQpBudget));
     for (uint32_t i = 0; i < n; ++i) post_recv(ep, qpn, q, wr[i]);
     taken += n;
+    room -= n;
   } while (n == kQpBudget && taken < q.recv_ring.capacity());
   fail_if_corrupt(ep, qpn, q);
   return taken;

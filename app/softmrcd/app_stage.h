@@ -48,6 +48,9 @@ struct AppQp {
   uint32_t domain = 0;  // its PD's: the regions its Writes may read
   uint32_t pid = 0;     // the application's process, for reports
   uint32_t max_send_wr = 0;
+  // Receives the engine holds for it at most: more wait in the ring, which
+  // fills, and the library refuses them (ENOMEM) as verbs does.
+  uint32_t max_recv_wr = 0;
   bool sig_all = false;
   AppCq* send_cq = nullptr;
   AppCq* recv_cq = nullptr;

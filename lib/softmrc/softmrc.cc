@@ -958,6 +958,7 @@ int smrc_post_recv(struct smrc_qp* qp, struct smrc_recv_wr* wr, struct smrc_recv
   if (qp == nullptr || wr == nullptr) return EINVAL;
   if (qp->ctx->dead.load(std::memory_order_acquire)) return ENOTCONN;
   if (qp->state.load(std::memory_order_relaxed) == SMRC_QPS_RESET) return EINVAL;
+  if (qp->init.cap.max_recv_wr == 0) return ENOMEM;  // the daemon would take none
   WorkRequest batch[kPostBurst];
   smrc_recv_wr* first[kPostBurst];
   while (wr != nullptr) {

@@ -893,6 +893,52 @@ int misuse(const char* sock, const char* peer_ip) {
   expect(std::strcmp(smrc_wc_status_str(SMRC_WC_LOC_PROT_ERR), "local protection error") == 0,
          "wc_status_str");
 
+  // Receives past max_recv_wr (16): the daemon holds 16, the ring 16 more,
+  // and the next post fails with ENOMEM while the QP stays in RTS, as
+  // verbs refuses posts past max_recv_wr. Each ENOMEM is tried again after
+  // a pause, in case the daemon had not yet taken from the ring.
+  smrc_recv_wr one{};
+  int accepted = 0, refusals = 0;
+  while (accepted <= 40 && refusals < 3) {
+    one.wr_id = 300 + accepted;
+    const int e = smrc_post_recv(b.qp, &one, nullptr);
+    if (e == 0) {
+      ++accepted;
+      refusals = 0;
+    } else {
+      expect_err(e, ENOMEM, "post_recv past max_recv_wr and the ring");
+      ++refusals;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  expect_value(accepted, 32, "receives taken: max_recv_wr held, then a ring's worth");
+  smrc_qp_attr rts_still{};
+  expect(smrc_query_qp(b.qp, &rts_still, 0, nullptr) == 0 && rts_still.qp_state == SMRC_QPS_RTS,
+         "... and the QP still in RTS", rts_still.qp_state);
+  expect_value(smrc_poll_cq(b.cq, 1, &wc), 0, "... with nothing completed");
+  smrc_qp_attr to_err{};
+  to_err.qp_state = SMRC_QPS_ERR;
+  expect_err(smrc_modify_qp(b.qp, &to_err, SMRC_QP_STATE), 0, "RTS -> ERR with 32 receives");
+  smrc_wc flushed32[32];
+  int n32 = poll_n(b.cq, flushed32, 32), flushed_in_order = 0;
+  for (int i = 0; i < n32; ++i)
+    flushed_in_order +=
+        flushed32[i].wr_id == 300u + i && flushed32[i].status == SMRC_WC_WR_FLUSH_ERR;
+  expect(n32 == 32 && flushed_in_order == 32, "the 32 flushed in post order", flushed_in_order);
+  back_to_rts();
+  smrc_qp_init_attr no_recv{};
+  no_recv.send_cq = no_recv.recv_cq = b.cq;
+  no_recv.cap.max_send_wr = 1;
+  if (smrc_qp* nr = smrc_create_qp(b.pd, &no_recv)) {
+    smrc_qp_attr init{};
+    init.qp_state = SMRC_QPS_INIT;
+    expect_err(smrc_modify_qp(nr, &init, SMRC_QP_STATE), 0, "a QP with max_recv_wr 0 to INIT");
+    expect_err(smrc_post_recv(nr, &one, nullptr), ENOMEM, "post_recv with max_recv_wr 0");
+    expect_err(smrc_destroy_qp(nr), 0, "destroy_qp");
+  } else {
+    expect(false, "create_qp with max_recv_wr 0", errno);
+  }
+
   // More receives than the receive ring holds (16), then the QP in ERR.
   std::vector<smrc_recv_wr> rchain(40);
   for (size_t i = 0; i < rchain.size(); ++i) {

@@ -55,6 +55,7 @@ constexpr uint32_t kApp = 1, kBystander = 2;  // owners
 constexpr uint32_t kRingCapacity = 16;        // each QP's send and receive ring
 constexpr uint32_t kCqCapacity = 64;
 constexpr uint32_t kMaxSendWr = 2;  // the application's, far below the engine's 64
+constexpr uint32_t kMaxRecvWr = 4;  // likewise: more receives wait in the ring
 constexpr uint32_t kPeerRecvs = 16;
 constexpr uint32_t kMaxWrite = 3 * kMtu;
 enum Cq { kSendCq, kRecvCq };
@@ -218,6 +219,7 @@ class Script {
     l->qp.owner = kApp;
     l->qp.domain = kApp;
     l->qp.max_send_wr = kMaxSendWr;
+    l->qp.max_recv_wr = kMaxRecvWr;
     l->qp.send_cq = &cqs_[kSendCq]->cq;
     l->qp.recv_cq = &cqs_[kRecvCq]->cq;
     l->qp.send_ring.attach(send, kRingCapacity);

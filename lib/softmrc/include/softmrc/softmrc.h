@@ -529,10 +529,11 @@ struct smrc_recv_wr {
 int smrc_post_send(struct smrc_qp* qp, struct smrc_send_wr* wr, struct smrc_send_wr** bad_wr);
 /* Posts receives, each consumed by one incoming Write-with-Immediate: from
  * INIT on, as in verbs (in ERR they complete with SMRC_WC_WR_FLUSH_ERR).
- * Errors: EINVAL (NULL, QP in RESET), ENOMEM (the receive ring is
- * full: it holds max_recv_wr rounded up to a power of two), EIO (the
- * receive ring's consumer index is impossible, as for smrc_post_send),
- * ENOTCONN. */
+ * The daemon holds at most max_recv_wr of them not yet consumed; more wait
+ * in the receive ring. Errors: EINVAL (NULL, QP in RESET), ENOMEM (the
+ * receive ring is full: it holds max_recv_wr rounded up to a power of two;
+ * or max_recv_wr is 0), EIO (the receive ring's consumer index is
+ * impossible, as for smrc_post_send), ENOTCONN. */
 int smrc_post_recv(struct smrc_qp* qp, struct smrc_recv_wr* wr, struct smrc_recv_wr** bad_wr);
 
 /* ------------------------------------------------------------------ */
