@@ -121,8 +121,8 @@ uint32_t AppStage::take_receives(engine::Endpoint& ep, uint32_t qpn, AppQp& q) {
   // and what the engine's receive queue has room for under max_recv_wr (a
   // QP in ERROR takes them all, to flush).
   uint32_t room = q.recv_ring.capacity();
-  if (!flushing(ep, qpn)) {
-    const uint32_t held = ep.qp(qpn)->recv_queue_depth();
+  if (const engine::Qp* eq = ep.qp(qpn); !flushing(eq)) {
+    const uint32_t held = eq->recv_queue_depth();
     room = held < q.max_recv_wr ? q.max_recv_wr - held : 0;
   }
   do {
@@ -160,9 +160,7 @@ void AppStage::fail_if_corrupt(engine::Endpoint& ep, uint32_t qpn, AppQp& q) {
   if (q.ring_reported || !(q.send_ring.corrupt() || q.recv_ring.corrupt())) return;
   q.ring_reported = true;
   ++bad_descriptors_;
-  engine::QpAttr a;
-  a.state = engine::QpState::kError;
-  (void)ep.modify_qp(qpn, a, engine::kAttrState, 0);
+  to_error(ep, qpn);
   AppEvent e{q.owner, {}};
   e.msg.kind = uint32_t(shm::EventKind::kQpFatal);
   e.msg.qpn = qpn;
@@ -170,25 +168,31 @@ void AppStage::fail_if_corrupt(engine::Endpoint& ep, uint32_t qpn, AppQp& q) {
   raise(e);
 }
 
-bool AppStage::flushing(const engine::Endpoint& ep, uint32_t qpn) {
-  const engine::Qp* eq = ep.qp(qpn);
+bool AppStage::flushing(const engine::Qp* eq) {
   return eq == nullptr || eq->state() == engine::QpState::kError;
 }
 
+void AppStage::to_error(engine::Endpoint& ep, uint32_t qpn) {
+  engine::QpAttr a;
+  a.state = engine::QpState::kError;
+  (void)ep.modify_qp(qpn, a, engine::kAttrState, 0);
+}
+
 void AppStage::post_recv(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const WorkRequest& w) {
+  const engine::Qp* eq = ep.qp(qpn);
   const WcStatus st = shm::check_recv_request(w);
   if (st != WcStatus::kSuccess) ++bad_descriptors_;
-  if (flushing(ep, qpn))  // as in verbs, unchecked
+  if (flushing(eq))  // as in verbs, unchecked
     error_cqe(q, qpn, w, WcStatus::kWrFlushErr, 0, true);
   else if (st != WcStatus::kSuccess)
-    fail_request(ep, q, qpn, w, st, 0, true);
+    fail_request(ep, *eq, q, qpn, w, st, 0, true);
   else if (!ep.post_recv(qpn, engine::RecvRequest{w.wr_id}).ok())
-    fail_request(ep, q, qpn, w, WcStatus::kLocQpOpErr, 0, true);
+    fail_request(ep, *eq, q, qpn, w, WcStatus::kLocQpOpErr, 0, true);
 }
 
 bool AppStage::post_send(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const WorkRequest& w) {
-  const bool flush = flushing(ep, qpn);
   const engine::Qp* eq = ep.qp(qpn);
+  const bool flush = flushing(eq);
   // Checked when the engine can take it, as a NIC checks a request when it
   // starts it: one behind a full send queue waits, unchecked.
   if (!flush && eq->send_queue_depth() >= q.max_send_wr) return false;
@@ -200,7 +204,7 @@ bool AppStage::post_send(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const Wor
   }
   if (st == WcStatus::kSuccess && eq->state() != engine::QpState::kRts) st = WcStatus::kLocQpOpErr;
   if (st != WcStatus::kSuccess) {
-    fail_request(ep, q, qpn, w, st, 0, false);
+    fail_request(ep, *eq, q, qpn, w, st, 0, false);
     return true;
   }
   engine::WriteRequest r;
@@ -213,17 +217,14 @@ bool AppStage::post_send(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const Wor
   r.with_imm = w.opcode == uint8_t(WrOpcode::kWriteImm);
   r.imm = ntohl(w.imm);
   r.signaled = q.sig_all || (w.flags & shm::kWrSignaled);
-  if (!ep.post_write(qpn, r).ok()) fail_request(ep, q, qpn, w, WcStatus::kGeneralErr, 1, false);
+  if (!ep.post_write(qpn, r).ok())
+    fail_request(ep, *eq, q, qpn, w, WcStatus::kGeneralErr, 1, false);
   return true;
 }
 
-void AppStage::fail_request(engine::Endpoint& ep, AppQp& q, uint32_t qpn, const WorkRequest& w,
-                            WcStatus st, uint32_t vendor_err, bool recv) {
-  if (ep.qp(qpn)->state() != engine::QpState::kReset) {
-    engine::QpAttr a;
-    a.state = engine::QpState::kError;
-    (void)ep.modify_qp(qpn, a, engine::kAttrState, 0);
-  }
+void AppStage::fail_request(engine::Endpoint& ep, const engine::Qp& eq, AppQp& q, uint32_t qpn,
+                            const WorkRequest& w, WcStatus st, uint32_t vendor_err, bool recv) {
+  if (eq.state() != engine::QpState::kReset) to_error(ep, qpn);
   error_cqe(q, qpn, w, st, vendor_err, recv);
 }
 

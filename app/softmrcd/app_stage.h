@@ -121,7 +121,8 @@ class AppStage {
   void fail_if_corrupt(engine::Endpoint& ep, uint32_t qpn, AppQp& q);
   void post_recv(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const shm::WorkRequest& w);
   // The QP is in ERROR (or gone): what it is given is flushed.
-  static bool flushing(const engine::Endpoint& ep, uint32_t qpn);
+  static bool flushing(const engine::Qp* eq);
+  static void to_error(engine::Endpoint& ep, uint32_t qpn);
   void drop_held(uint32_t qpn);
   // false: the engine's send queue is full, keep it for later.
   bool post_send(engine::Endpoint& ep, uint32_t qpn, AppQp& q, const shm::WorkRequest& w);
@@ -129,8 +130,8 @@ class AppStage {
   // A request that fails: its QP goes to ERROR, as an error completion
   // takes a verbs QP there (unless in RESET), and the request completes
   // with `st` after what that flushed.
-  void fail_request(engine::Endpoint& ep, AppQp& q, uint32_t qpn, const shm::WorkRequest& w,
-                    shm::WcStatus st, uint32_t vendor_err, bool recv);
+  void fail_request(engine::Endpoint& ep, const engine::Qp& eq, AppQp& q, uint32_t qpn,
+                    const shm::WorkRequest& w, shm::WcStatus st, uint32_t vendor_err, bool recv);
   // An error completion on the receive CQ (recv) or the send CQ, held
   // until notify(): the engine's completions of the same pass, for
   // requests posted before it, reach the CQ first.

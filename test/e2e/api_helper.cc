@@ -803,22 +803,15 @@ int misuse(const char* sock, const char* peer_ip) {
   // A Write that fails a check completes with its status and takes the QP
   // to ERR, as an error completion does in verbs: what is posted after it
   // is flushed, unchecked. back_to_rts() connects it again as above.
-  const auto in_err = [&](const char* what) {
+  const auto in_state = [&](smrc_qp_state state, const char* what) {
     smrc_qp_attr st{};
-    expect(smrc_query_qp(b.qp, &st, 0, nullptr) == 0 && st.qp_state == SMRC_QPS_ERR, what,
-           st.qp_state);
+    expect(smrc_query_qp(b.qp, &st, 0, nullptr) == 0 && st.qp_state == state, what, st.qp_state);
   };
   const auto back_to_rts = [&] {
     smrc_qp_attr t{};
     t.qp_state = SMRC_QPS_RESET;
     int e = smrc_modify_qp(b.qp, &t, SMRC_QP_STATE);
-    t.qp_state = SMRC_QPS_INIT;
-    e = e ? e : smrc_modify_qp(b.qp, &t, SMRC_QP_STATE);
-    t.qp_state = SMRC_QPS_RTR;
-    t.dgid = peer;
-    t.dest_qp_num = 5;
-    e = e ? e : smrc_modify_qp(b.qp, &t, rtr);
-    t = smrc_qp_attr{};
+    e = e ? e : to_rtr(b.qp, peer, 5);
     t.qp_state = SMRC_QPS_RTS;
     t.sq_psn = 1;
     t.max_wimm = 0;
@@ -845,7 +838,7 @@ int misuse(const char* sock, const char* peer_ip) {
   expect(poll(&channel, 1, 0) == 0, "comp_channel_fd not readable once nothing is left");
   expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 11 && wc.status == SMRC_WC_LOC_PROT_ERR,
          "out-of-region SGE completes with LOC_PROT_ERR", wc.status);
-  in_err("... and the QP is in ERR");
+  in_state(SMRC_QPS_ERR, "... and the QP is in ERR");
   sge.addr = reinterpret_cast<uintptr_t>(b.mr->addr);
   sge.lkey = b.mr->lkey ^ 0x10000;  // another generation of the same slot
   wr.wr_id = 12;
@@ -857,7 +850,7 @@ int misuse(const char* sock, const char* peer_ip) {
   expect_err(smrc_post_send(b.qp, &wr, nullptr), 0, "post_send with a stale lkey");
   expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 13 && wc.status == SMRC_WC_LOC_PROT_ERR,
          "stale lkey completes with LOC_PROT_ERR", wc.status);
-  in_err("... and the QP is in ERR");
+  in_state(SMRC_QPS_ERR, "... and the QP is in ERR");
   back_to_rts();
 
   // More Writes at once than the send ring holds (16): it takes 16, the
@@ -885,7 +878,7 @@ int misuse(const char* sock, const char* peer_ip) {
   expect(poll_one(b.cq, &wc) == 1 && wc.wr_id == 14 && wc.status == SMRC_WC_GENERAL_ERR,
          "WIMM with max_wimm 0 completes with GENERAL_ERR", wc.status);
   expect(wc.vendor_err == 1, "... and vendor_err 1", wc.vendor_err);
-  in_err("... and the QP is in ERR");
+  in_state(SMRC_QPS_ERR, "... and the QP is in ERR");
   back_to_rts();
   smrc_async_event refusal_event{};
   expect_err(smrc_get_async_event(b.ctx, &refusal_event, 100), ETIMEDOUT,
@@ -912,9 +905,7 @@ int misuse(const char* sock, const char* peer_ip) {
     }
   }
   expect_value(accepted, 32, "receives taken: max_recv_wr held, then a ring's worth");
-  smrc_qp_attr rts_still{};
-  expect(smrc_query_qp(b.qp, &rts_still, 0, nullptr) == 0 && rts_still.qp_state == SMRC_QPS_RTS,
-         "... and the QP still in RTS", rts_still.qp_state);
+  in_state(SMRC_QPS_RTS, "... and the QP still in RTS");
   expect_value(smrc_poll_cq(b.cq, 1, &wc), 0, "... with nothing completed");
   smrc_qp_attr to_err{};
   to_err.qp_state = SMRC_QPS_ERR;
@@ -1100,9 +1091,12 @@ int forge(const char* sock, const char* peer_ip) {
     m.u.modify_qp.attr.dest_qp_num = 9;
     return raw.call(m, -1, &r);
   };
-  expect_err(modify(SMRC_QPS_INIT, 0), 0, "raw INIT");
-  expect_err(modify(SMRC_QPS_RTR, SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN), 0, "raw RTR");
-  expect_err(modify(SMRC_QPS_RTS, SMRC_QP_SQ_PSN), 0, "raw RTS");
+  const auto raw_to_rts = [&] {
+    expect_err(modify(SMRC_QPS_INIT, 0), 0, "raw INIT");
+    expect_err(modify(SMRC_QPS_RTR, SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN), 0, "raw RTR");
+    expect_err(modify(SMRC_QPS_RTS, SMRC_QP_SQ_PSN), 0, "raw RTS");
+  };
+  raw_to_rts();
 
   s::RingProducer<s::WorkRequest> wq, rq;
   wq.attach(qpmem.addr, 8);
@@ -1179,9 +1173,7 @@ int forge(const char* sock, const char* peer_ip) {
            "... the one behind it flushed", got[1].status);
     expect(state() == SMRC_QPS_ERR, "... and the QP in ERR");
     expect_err(modify(SMRC_QPS_RESET, 0), 0, "raw RESET");
-    expect_err(modify(SMRC_QPS_INIT, 0), 0, "raw INIT");
-    expect_err(modify(SMRC_QPS_RTR, SMRC_QP_AV | SMRC_QP_DEST_QPN | SMRC_QP_RQ_PSN), 0, "raw RTR");
-    expect_err(modify(SMRC_QPS_RTS, SMRC_QP_SQ_PSN), 0, "raw RTS");
+    raw_to_rts();
   }
 
   // A garbage producer index (of the receive ring, which the daemon reads

@@ -224,16 +224,23 @@ class Script {
     l->qp.recv_cq = &cqs_[kRecvCq]->cq;
     l->qp.send_ring.attach(send, kRingCapacity);
     l->qp.recv_ring.attach(recv, kRingCapacity);
-    if (!a_.create_qp(&l->qpn).ok() || !b_.create_qp(&l->peer_qpn).ok()) fail("create_qp");
+    if (!a_.create_qp(&l->qpn).ok()) fail("create_qp");
     stage_.add_qp(l->qpn, &l->qp);
-    if (!a_.connect_qp(l->qpn, qp_attr(evs_, l->peer_qpn, k == 0), now_).ok() ||
-        !b_.connect_qp(l->peer_qpn, qp_attr(evs_, l->qpn, true), now_).ok())
-      fail("connect_qp");
-    for (uint32_t i = 0; i < kPeerRecvs; ++i) (void)b_.post_recv(l->peer_qpn, {});
-    l->life = static_cast<uint32_t>(qp_lives_.size());
-    qp_lives_.push_back(false);
+    connect_to_new_peer(*l, k == 0);
     app_qpns_.insert(l->qpn);
     qps_[k] = std::move(l);
+  }
+
+  // A's QP of l (in RESET) connected to a fresh QP of B with receives
+  // posted, in a new life.
+  void connect_to_new_peer(AppQpLife& l, bool retry_forever) {
+    if (!b_.create_qp(&l.peer_qpn).ok()) fail("B's create_qp");
+    if (!a_.connect_qp(l.qpn, qp_attr(evs_, l.peer_qpn, retry_forever), now_).ok() ||
+        !b_.connect_qp(l.peer_qpn, qp_attr(evs_, l.qpn, true), now_).ok())
+      fail("connect_qp");
+    for (uint32_t i = 0; i < kPeerRecvs; ++i) (void)b_.post_recv(l.peer_qpn, {});
+    l.life = static_cast<uint32_t>(qp_lives_.size());
+    qp_lives_.push_back(false);
   }
 
   AppQpLife& qp(FuzzedDataProvider& in) { return *qps_[in.ConsumeBool()]; }
@@ -362,13 +369,8 @@ class Script {
     if (!a_.modify_qp(l.qpn, a, engine::kAttrState, now_).ok()) fail("modify_qp to RESET");
     stage_.drop_posted(l.qpn);
     qp_lives_[l.life] = true;  // what it had posted need not complete any more
-    if (!b_.destroy_qp(l.peer_qpn).ok() || !b_.create_qp(&l.peer_qpn).ok()) fail("B's new QP");
-    if (!a_.connect_qp(l.qpn, qp_attr(evs_, l.peer_qpn, retry_forever), now_).ok() ||
-        !b_.connect_qp(l.peer_qpn, qp_attr(evs_, l.qpn, true), now_).ok())
-      fail("connect_qp after RESET");
-    for (uint32_t i = 0; i < kPeerRecvs; ++i) (void)b_.post_recv(l.peer_qpn, {});
-    l.life = static_cast<uint32_t>(qp_lives_.size());
-    qp_lives_.push_back(false);
+    if (!b_.destroy_qp(l.peer_qpn).ok()) fail("B's destroy_qp");
+    connect_to_new_peer(l, retry_forever);
   }
 
   // What a buggy or hostile application may do to shared memory: bytes
